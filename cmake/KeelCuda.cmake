@@ -1,0 +1,25 @@
+# Detects nvcc and enables the CUDA language; sets KEEL_HAVE_CUDA to 1 or 0.
+# The toolkit's usual location is tried when nvcc is not on PATH.
+set(KEEL_HAVE_CUDA 0)
+if(KEEL_ENABLE_CUDA)
+  if(NOT CMAKE_CUDA_COMPILER AND NOT DEFINED ENV{CUDACXX} AND EXISTS /usr/local/cuda/bin/nvcc)
+    set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
+  endif()
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+      # Volta through Hopper as SASS is too slow to build in CI; compile for Hopper and embed
+      # PTX for compute_80 so the driver JITs for any newer card.
+      set(CMAKE_CUDA_ARCHITECTURES 80-virtual 90-real)
+    endif()
+    enable_language(CUDA)
+    set(CMAKE_CUDA_STANDARD 20)
+    set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+    find_package(CUDAToolkit REQUIRED)
+    set(KEEL_HAVE_CUDA 1)
+    message(STATUS "keel: CUDA ${CMAKE_CUDA_COMPILER_VERSION} found, CUDA sources will be compiled")
+  else()
+    message(STATUS "keel: nvcc not found, CUDA sources are skipped")
+  endif()
+endif()

@@ -1,0 +1,21 @@
+file(REMOVE_RECURSE ${SCRATCH_DIR})
+set(prefix ${SCRATCH_DIR}/prefix)
+execute_process(COMMAND ${CMAKE_COMMAND} --install ${KEEL_BUILD_DIR} --prefix ${prefix}
+                RESULT_VARIABLE rc OUTPUT_QUIET)
+if(rc)
+  message(FATAL_ERROR "cmake --install failed: ${rc}")
+endif()
+execute_process(COMMAND ${CMAKE_COMMAND} -S ${CONSUMER_SOURCE_DIR} -B ${SCRATCH_DIR}/build -G Ninja
+                        -DCMAKE_PREFIX_PATH=${prefix}
+                RESULT_VARIABLE rc)
+if(rc)
+  message(FATAL_ERROR "configuring the consumer failed: ${rc}")
+endif()
+execute_process(COMMAND ${CMAKE_COMMAND} --build ${SCRATCH_DIR}/build RESULT_VARIABLE rc)
+if(rc)
+  message(FATAL_ERROR "building the consumer failed: ${rc}")
+endif()
+execute_process(COMMAND ${SCRATCH_DIR}/build/consumer RESULT_VARIABLE rc OUTPUT_VARIABLE out)
+if(rc OR NOT out MATCHES "20 MiB")
+  message(FATAL_ERROR "the consumer failed: ${rc} ${out}")
+endif()
