@@ -1,0 +1,110 @@
+// snapshot — PyTorch's CUDA memory snapshot (torch.cuda.memory._snapshot()) as plain data.
+//
+// This is the structure `_dump_snapshot()` pickles and pytorch.org/memory_viz reads: the
+// allocator's segments with their blocks, and per device a trace of allocator events (a ring
+// buffer, so it may begin mid-run). keel reads every variant PyTorch has written since 2.0
+// (2.0-era blocks with `history` and no `address` get their addresses from the running sum
+// of block sizes), and writes the 2.2+ layout. Readers never execute anything: pickles are
+// parsed by a restricted reader that refuses every opcode that could construct an object.
+// Values are plain, copyable and immutable once read; functions are thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace keel::memory {
+
+struct frame {
+  std::string filename;
+  std::int64_t line = 0;
+  std::string name;
+};
+
+enum class block_state { active_allocated, active_pending_free, inactive };
+
+struct snapshot_block {
+  std::uint64_t address = 0;
+  std::uint64_t size = 0;            // rounded size the allocator handed out
+  std::uint64_t requested_size = 0;  // what the program asked for (0 when unknown)
+  block_state state = block_state::inactive;
+  std::vector<frame> frames;
+};
+
+struct snapshot_segment {
+  int device = 0;
+  std::uint64_t address = 0;
+  std::uint64_t total_size = 0;
+  std::uint64_t allocated_size = 0;
+  std::uint64_t active_size = 0;
+  std::uint64_t requested_size = 0;
+  std::uint64_t stream = 0;           // raw cudaStream_t value; 0 is the default stream
+  bool is_large = true;               // segment_type 'large' (true) or 'small'
+  std::pair<std::int64_t, std::int64_t> pool_id{0, 0};
+  bool is_expandable = false;
+  std::vector<snapshot_block> blocks;  // in address order, covering the segment
+  std::vector<frame> frames;
+};
+
+enum class trace_action {
+  alloc,
+  free_requested,
+  free_completed,
+  segment_alloc,
+  segment_free,
+  segment_map,
+  segment_unmap,
+  oom,
+  snapshot,
+  annotate,
+};
+
+struct trace_entry {
+  trace_action action = trace_action::alloc;
+  std::uint64_t addr = 0;         // block or segment address (0 for oom/snapshot)
+  std::uint64_t size = 0;         // requested bytes for alloc/free_*, segment bytes for segment_*
+  std::uint64_t stream = 0;
+  std::optional<std::int64_t> time_us;
+  std::uint64_t device_free = 0;  // oom: free device memory reported by the driver
+  std::vector<frame> frames;
+};
+
+// The recorded allocator settings (2.2+ files); absent fields keep PyTorch's defaults.
+struct allocator_settings {
+  std::string conf;                           // PYTORCH_CUDA_ALLOC_CONF as recorded
+  bool expandable_segments = false;
+  std::int64_t max_split_size = -1;           // bytes; -1 = unlimited
+  double garbage_collection_threshold = 0.0;
+  std::vector<std::int64_t> roundup_power2_divisions;  // one per power-of-two interval
+  std::optional<std::int64_t> max_non_split_rounding_size;
+};
+
+struct snapshot {
+  std::vector<snapshot_segment> segments;
+  std::vector<std::vector<trace_entry>> device_traces;  // index = device
+  std::optional<allocator_settings> settings;
+  // True when the file was the plain segment list of torch.cuda.memory_snapshot().
+  bool segments_only = false;
+};
+
+std::string_view to_string(trace_action action) noexcept;
+std::string_view to_string(block_state state) noexcept;
+
+// Reads a snapshot file, pickle or JSON (told apart by content). Throws keel::io_error when
+// the file cannot be read and keel::parse_error (with the byte offset or line:column) when
+// it is not a snapshot.
+snapshot read_snapshot(const std::string& path);
+snapshot parse_snapshot_pickle(std::span<const std::byte> bytes, std::string_view source);
+snapshot parse_snapshot_json(std::string_view text, std::string_view source);
+
+// Writes the 2.2+ layout: as a protocol-4 pickle that Python's standard unpickler and
+// torch.cuda._memory_viz load, or as JSON with the same keys.
+void write_snapshot_pickle(const snapshot& s, std::ostream& out);
+void write_snapshot_json(const snapshot& s, std::ostream& out);
+
+}  // namespace keel::memory
