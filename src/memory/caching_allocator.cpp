@@ -818,6 +818,11 @@ class caching_allocator::impl {
 
   [[noreturn]] void throw_out_of_memory(const alloc_params& p, std::size_t orig_size);
 
+  static std::uint64_t segment_start(const block* b) noexcept {
+    while (b->prev != nullptr) b = b->prev;
+    return b->ptr;
+  }
+
   std::vector<block*> all_blocks() const {
     std::vector<block*> out;
     for (const block_pool* pool : {&large_, &small_}) {
@@ -888,7 +893,7 @@ void caching_allocator::impl::throw_out_of_memory(const alloc_params& p, std::si
       sizes.push_back(b->size);
       free_total += b->size;
       for (std::size_t page : {k_small_buffer, k_large_buffer}) {
-        const std::uint64_t origin = b->expandable != nullptr ? b->expandable->base : 0;
+        const std::uint64_t origin = b->expandable != nullptr ? b->expandable->base : segment_start(b);
         const std::uint64_t first = round_up(b->ptr - origin, page);
         const std::uint64_t last = (b->ptr - origin + b->size) / page * page;
         const std::size_t whole = last > first ? last - first : 0;
