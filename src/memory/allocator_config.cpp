@@ -144,4 +144,20 @@ std::size_t allocator_config::divisions_for(std::size_t size) const noexcept {
   return roundup_power2_divisions[static_cast<std::size_t>(index)];
 }
 
+std::size_t allocator_config::round_size(std::size_t size) const noexcept {
+  constexpr std::size_t k_min_block = 512;
+  if (size < k_min_block) return k_min_block;
+  const std::size_t divisions = divisions_for(size);
+  if (divisions <= 1 || size <= k_min_block * divisions) {
+    return (size + k_min_block - 1) / k_min_block * k_min_block;
+  }
+  // The next of `divisions` equal steps between the surrounding powers of two.
+  if (std::has_single_bit(size)) return size;
+  const std::size_t floor = std::bit_floor(size);
+  const std::size_t step = floor >> (std::bit_width(divisions) - 1);
+  if (step == 0) return floor << 1;
+  const std::size_t rounded_down = size & ~(step - 1);
+  return rounded_down == size ? size : rounded_down + step;
+}
+
 }  // namespace keel::memory

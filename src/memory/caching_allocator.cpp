@@ -253,28 +253,82 @@ class caching_allocator::impl {
   snapshot take_snapshot() const;
   std::string check_invariants() const;
 
-  std::size_t round_size(std::size_t size) const noexcept {
-    if (size < k_min_block_size) return k_min_block_size;
-    const std::size_t divisions = config_.divisions_for(size);
-    if (divisions > 1 && size > k_min_block_size * divisions) {
-      return roundup_power2_next_division(size, divisions);
+  std::vector<std::uint64_t> import_segments(const std::vector<imported_segment>& segments) {
+    std::lock_guard lock(mutex_);
+    std::vector<std::uint64_t> live_addresses;
+    for (const imported_segment& seg : segments) {
+      std::size_t sum = 0;
+      for (const imported_block& ib : seg.blocks) sum += ib.size;
+      if (sum != seg.total_size || seg.blocks.empty()) {
+        throw invalid_argument(fmt::format("import: blocks sum to {} but the segment holds {}", sum,
+                                           seg.total_size));
+      }
+      const std::optional<std::uint64_t> base = backend_.allocate_segment(seg.total_size);
+      if (!base) {
+        throw out_of_memory(fmt::format("CUDA out of memory. The starting state needs a segment of "
+                                        "{} and only {} is free.", format_size(seg.total_size),
+                                        format_size(backend_.free_bytes())));
+      }
+      block_pool& pool = seg.is_small ? small_ : large_;
+      total_allocated_memory_ += seg.total_size;
+      for_pool(pool, [&](std::size_t t) {
+        stats_.segment[t].increase(1);
+        stats_.reserved_bytes[t].increase(static_cast<std::int64_t>(seg.total_size));
+      });
+      if (seg.total_size >= config_.max_split_size) stats_.oversize_segments.increase(1);
+      block* prev = nullptr;
+      std::uint64_t ptr = *base;
+      const bool split = seg.blocks.size() > 1;
+      for (const imported_block& ib : seg.blocks) {
+        block* b = new_block(seg.stream, ib.size, &pool, ptr);
+        b->splice(prev, nullptr);
+        prev = b;
+        ptr += ib.size;
+        if (ib.live) {
+          b->allocated = true;
+          b->requested_size = ib.requested_size;
+          live_.emplace(b->ptr, b);
+          live_addresses.push_back(b->ptr);
+          for_pool(pool, [&](std::size_t t) {
+            stats_.allocation[t].increase(1);
+            stats_.allocated_bytes[t].increase(static_cast<std::int64_t>(b->size));
+            stats_.active[t].increase(1);
+            stats_.active_bytes[t].increase(static_cast<std::int64_t>(b->size));
+            stats_.requested_bytes[t].increase(static_cast<std::int64_t>(b->requested_size));
+          });
+          if (b->size >= config_.max_split_size) stats_.oversize_allocations.increase(1);
+        } else {
+          pool.insert(b);
+          if (split) {
+            for_pool(pool, [&](std::size_t t) {
+              stats_.inactive_split[t].increase(1);
+              stats_.inactive_split_bytes[t].increase(static_cast<std::int64_t>(b->size));
+            });
+          }
+        }
+      }
     }
-    return round_up(size, k_min_block_size);
+    return live_addresses;
   }
+
+  memory_usage usage() const {
+    std::lock_guard lock(mutex_);
+    return {static_cast<std::size_t>(stats_.reserved_bytes[k_all].current),
+            static_cast<std::size_t>(stats_.allocated_bytes[k_all].current),
+            static_cast<std::size_t>(stats_.requested_bytes[k_all].current)};
+  }
+
+  void attach_trace_tracker(std::function<void(const trace_entry&)> tracker) {
+    std::lock_guard lock(mutex_);
+    tracker_ = std::move(tracker);
+  }
+
+  std::size_t round_size(std::size_t size) const noexcept { return config_.round_size(size); }
 
   const allocator_config& config() const noexcept { return config_; }
   backend& device_backend() const noexcept { return backend_; }
 
  private:
-  static std::size_t roundup_power2_next_division(std::size_t size, std::size_t divisions) {
-    if (std::has_single_bit(size)) return size;
-    const std::size_t floor = std::bit_floor(size);
-    const std::size_t step = floor >> (std::bit_width(divisions) - 1);
-    if (step == 0) return floor << 1;
-    const std::size_t rounded_down = size & ~(step - 1);
-    return rounded_down == size ? size : rounded_down + step;
-  }
-
   template <class F>
   static void for_pool(const block_pool& pool, F f) {
     f(k_all);
@@ -314,14 +368,16 @@ class caching_allocator::impl {
 
   void record(trace_action action, std::uint64_t addr, std::size_t size, stream_id stream,
               std::uint64_t device_free = 0) {
-    if (!recording_) return;
+    if (!recording_ && !tracker_) return;
     trace_entry e;
     e.action = action;
     e.addr = addr;
     e.size = size;
     e.stream = stream;
-    e.time_us = now_us();
     e.device_free = device_free;
+    if (tracker_) tracker_(e);
+    if (!recording_) return;
+    e.time_us = now_us();
     if (ring_.size() < max_entries_) {
       ring_.push_back(std::move(e));
     } else {
@@ -857,6 +913,7 @@ class caching_allocator::impl {
   std::vector<std::unique_ptr<expandable_segment>> segments_;
   std::vector<std::function<bool()>> callbacks_;
   std::vector<block*> spare_blocks_;
+  std::function<void(const trace_entry&)> tracker_;
   bool recording_ = false;
   std::size_t max_entries_ = 1;
   std::vector<trace_entry> ring_;
@@ -1130,5 +1187,13 @@ std::size_t caching_allocator::allocation_size(std::size_t size) noexcept {
   return round_up(size, k_round_large);
 }
 std::string caching_allocator::check_invariants() const { return impl_->check_invariants(); }
+std::vector<std::uint64_t> caching_allocator::import_segments(
+    const std::vector<imported_segment>& segments) {
+  return impl_->import_segments(segments);
+}
+memory_usage caching_allocator::usage() const { return impl_->usage(); }
+void caching_allocator::attach_trace_tracker(std::function<void(const trace_entry&)> tracker) {
+  impl_->attach_trace_tracker(std::move(tracker));
+}
 
 }  // namespace keel::memory

@@ -47,6 +47,9 @@ struct allocator_config {
 
   // PyTorch's divisions for a (rounded) size: the interval of its power of two.
   std::size_t divisions_for(std::size_t size) const noexcept;
+  // PyTorch's round_size: at least 512 bytes; with d > 1 divisions for the size's interval and
+  // size > 512 * d, up to the next of d steps between powers of two; else up to 512 bytes.
+  std::size_t round_size(std::size_t size) const noexcept;
 
   bool operator==(const allocator_config&) const = default;
 };

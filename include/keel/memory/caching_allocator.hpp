@@ -24,6 +24,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "keel/memory/allocator_config.hpp"
 #include "keel/memory/backend.hpp"
@@ -39,6 +40,27 @@ inline constexpr std::size_t k_small_buffer = 2u << 20;    // small-pool segment
 inline constexpr std::size_t k_min_large_alloc = 10u << 20;
 inline constexpr std::size_t k_round_large = 2u << 20;
 inline constexpr std::size_t k_large_buffer = 20u << 20;   // segment for 1-10 MiB requests
+
+// A segment as it already exists (a replay's starting state): blocks in address order that
+// tile total_size; adjacent free blocks must already be merged.
+struct imported_block {
+  std::size_t size = 0;
+  std::size_t requested_size = 0;
+  bool live = false;
+};
+struct imported_segment {
+  std::size_t total_size = 0;
+  stream_id stream = 0;
+  bool is_small = false;
+  std::vector<imported_block> blocks;
+};
+
+// What the allocator holds right now, cheaply (no stats copy).
+struct memory_usage {
+  std::size_t reserved = 0;   // device memory held (segments and mapped pages)
+  std::size_t allocated = 0;  // bytes in blocks handed out (rounded sizes)
+  std::size_t requested = 0;  // bytes the program asked for in those blocks
+};
 
 class caching_allocator {
  public:
@@ -86,6 +108,17 @@ class caching_allocator {
   std::size_t round_size(std::size_t size) const noexcept;
   // PyTorch's segment size for a rounded request (get_allocation_size).
   static std::size_t allocation_size(std::size_t rounded_size) noexcept;
+
+  // Adopts pre-existing segments exactly as laid out, as if allocated before; returns the new
+  // address of every live block, segment by segment in order. Throws keel::out_of_memory when
+  // the backend cannot hold them.
+  std::vector<std::uint64_t> import_segments(const std::vector<imported_segment>& segments);
+
+  memory_usage usage() const;
+
+  // Calls `tracker` with every allocator event as it happens (PyTorch's
+  // attachAllocatorTraceTracker); an empty function detaches it.
+  void attach_trace_tracker(std::function<void(const trace_entry&)> tracker);
 
   // Checks every internal invariant (blocks tile segments, pools agree with blocks, stats
   // equal values recomputed from scratch); returns "" or a description of the first
