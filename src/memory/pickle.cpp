@@ -1045,7 +1045,7 @@ void writer::floating(double v) {
 }
 void writer::string(std::string_view v) {
   before_item();
-  if (auto it = strings_.find(std::string(v)); it != strings_.end()) {
+  if (auto it = strings_.find(v); it != strings_.end()) {
     put_get(it->second);
     item_done();
     return;

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -302,6 +303,8 @@ class converter {
       if (!g->is(kind::floating) && !g->is(kind::integer))
         fail(*g, "'garbage_collection_threshold' must be a number");
       s.garbage_collection_threshold = g->as_double();
+      if (!std::isfinite(s.garbage_collection_threshold))
+        fail(*g, "'garbage_collection_threshold' must be a finite number");
     }
     if (const auto r = present(v, "roundup_power2_divisions")) {
       if (r->is(kind::dict)) {

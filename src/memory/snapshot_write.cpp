@@ -245,32 +245,30 @@ class json_sink {
   }
   void quote(std::string_view s) {
     out_ << '"';
+    std::size_t run = 0;  // start of the pending run of characters that need no escape
     for (std::size_t i = 0; i < s.size(); ++i) {
-      const char ch = s[i];
-      const auto c = static_cast<unsigned char>(ch);
-      // A UTF-16 surrogate (which pickles may carry, encoded as 3 bytes) is not valid
-      // UTF-8 in a JSON file: write it as an escape.
-      if (c == 0xED && i + 2 < s.size() && (static_cast<unsigned char>(s[i + 1]) & 0xE0) == 0xA0) {
+      const auto c = static_cast<unsigned char>(s[i]);
+      const bool surrogate =  // a UTF-16 surrogate (pickles may carry one) is not valid UTF-8
+          c == 0xED && i + 2 < s.size() && (static_cast<unsigned char>(s[i + 1]) & 0xE0) == 0xA0;
+      if (c >= 0x20 && c != '"' && c != '\\' && !surrogate) continue;
+      out_.write(s.data() + run, static_cast<std::streamsize>(i - run));
+      if (surrogate) {
         const unsigned cp = 0xD000u | ((static_cast<unsigned char>(s[i + 1]) & 0x3Fu) << 6) |
                             (static_cast<unsigned char>(s[i + 2]) & 0x3Fu);
         out_ << fmt::format("\\u{:04x}", cp);
         i += 2;
-        continue;
+      } else if (c == '"') {
+        out_ << "\\\"";
+      } else if (c == '\\') {
+        out_ << "\\\\";
+      } else if (c == '\n') {
+        out_ << "\\n";
+      } else {
+        out_ << fmt::format("\\u{:04x}", c);
       }
-      switch (c) {
-        case '"': out_ << "\\\""; break;
-        case '\\': out_ << "\\\\"; break;
-        case '\n': out_ << "\\n"; break;
-        case '\r': out_ << "\\r"; break;
-        case '\t': out_ << "\\t"; break;
-        default:
-          if (c < 0x20) {
-            out_ << fmt::format("\\u{:04x}", c);
-          } else {
-            out_ << ch;
-          }
-      }
+      run = i + 1;
     }
+    out_.write(s.data() + run, static_cast<std::streamsize>(s.size() - run));
     out_ << '"';
   }
   std::ostream& out_;

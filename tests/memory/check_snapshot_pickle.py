@@ -1,16 +1,18 @@
 """Checks that a snapshot pickle written by keel is what PyTorch's own tools expect.
 
-usage: check_snapshot_pickle.py IN.pickle OUT_PREFIX
+usage: check_snapshot_pickle.py OUT_DIR IN.pickle...
 
-Loads IN with the standard unpickler (globals refused, as for any untrusted pickle), runs
+Loads each IN with the standard unpickler (globals refused, as for any untrusted pickle), runs
 PyTorch's consistency check torch.cuda._memory_viz.stats(snapshot["segments"]) and the
 segments() flame-graph walk, checks the 2.2+ keys, then writes the loaded object back with
-Python's own pickler at protocols 2 and 5 (OUT_PREFIX.p2.pickle, OUT_PREFIX.p5.pickle) so
-that keel's reader can be checked against Python-written output. Prints one JSON line of
-what it found; exits non-zero on any failure.
+Python's own pickler at protocols 2 and 5 (OUT_DIR/NAME.p2.pickle and .p5.pickle, NAME the
+input's file name) so that keel's reader can be checked against Python-written output.
+Prints one JSON line per input with what it found; exits non-zero on any failure. One
+process serves all inputs because importing torch takes seconds.
 """
 import io
 import json
+import os
 import pickle
 import sys
 
@@ -20,14 +22,11 @@ class NoGlobals(pickle.Unpickler):
         raise pickle.UnpicklingError(f"global {module}.{name} in a snapshot")
 
 
-def main():
-    src, prefix = sys.argv[1], sys.argv[2]
+def check(src, prefix):
     with open(src, "rb") as f:
         data = f.read()
     snapshot = NoGlobals(io.BytesIO(data)).load()
     assert pickle.loads(data) == snapshot  # the standard unpickler agrees
-
-    from torch.cuda import _memory_viz
 
     segments = snapshot["segments"] if isinstance(snapshot, dict) else snapshot
     stats = _memory_viz.stats(segments)
@@ -63,6 +62,7 @@ def main():
             pickle.dump(snapshot, f, protocol=proto)
 
     print(json.dumps({
+        "file": os.path.basename(src),
         "segments": stats["segments"],
         "total_size": stats["total_size"].value,
         "blocks": sum(len(s["blocks"]) for s in segments),
@@ -72,4 +72,8 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    from torch.cuda import _memory_viz
+
+    out_dir = sys.argv[1]
+    for path in sys.argv[2:]:
+        check(path, os.path.join(out_dir, os.path.basename(path)))

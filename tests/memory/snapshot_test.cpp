@@ -401,26 +401,33 @@ TEST(SnapshotWrite, LoadsInPyTorch) {
                              "verl-megatron-init-state.pickle"})
       cases.emplace_back(name, read_snapshot((k_traces / name).string()));
   }
+  std::vector<std::string> argv = {python, script.string(), dir.string()};
+  for (const auto& [name, s] : cases) {
+    const fs::path file = dir / (name + ".keel");
+    std::ofstream out(file, std::ios::binary);
+    write_snapshot_pickle(s, out);
+    argv.push_back(file.string());
+  }
+  const auto r = test::run_process(argv);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(test::count_lines(r.out), static_cast<int>(cases.size())) << r.out;
+  std::istringstream lines(r.out);
   for (const auto& [name, s] : cases) {
     SCOPED_TRACE(name);
-    const fs::path file = dir / (name + ".keel.pickle");
-    {
-      std::ofstream out(file, std::ios::binary);
-      write_snapshot_pickle(s, out);
-    }
-    const auto r = test::run_process({python, script.string(), file.string(), (dir / name).string()});
-    ASSERT_EQ(r.exit_code, 0) << r.err;
+    std::string line;
+    std::getline(lines, line);
     std::uint64_t reserved = 0;
     std::size_t blocks = 0;
     for (const auto& seg : s.segments) {
       reserved += seg.total_size;
       blocks += seg.blocks.size();
     }
-    EXPECT_NE(r.out.find("\"segments\": " + std::to_string(s.segments.size()) + ","), std::string::npos) << r.out;
-    EXPECT_NE(r.out.find("\"total_size\": " + std::to_string(reserved) + ","), std::string::npos) << r.out;
-    EXPECT_NE(r.out.find("\"blocks\": " + std::to_string(blocks) + ","), std::string::npos) << r.out;
+    EXPECT_NE(line.find("\"file\": \"" + name + ".keel\""), std::string::npos) << line;
+    EXPECT_NE(line.find("\"segments\": " + std::to_string(s.segments.size()) + ","), std::string::npos) << line;
+    EXPECT_NE(line.find("\"total_size\": " + std::to_string(reserved) + ","), std::string::npos) << line;
+    EXPECT_NE(line.find("\"blocks\": " + std::to_string(blocks) + ","), std::string::npos) << line;
     // What Python re-pickles (protocols 2 and 5) reads back identically.
-    for (const char* proto : {".p2.pickle", ".p5.pickle"})
+    for (const char* proto : {".keel.p2.pickle", ".keel.p5.pickle"})
       EXPECT_EQ(read_snapshot((dir / (name + proto)).string()), s) << proto;
   }
   fs::remove_all(dir);

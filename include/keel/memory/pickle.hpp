@@ -27,6 +27,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <optional>
 #include <span>
@@ -176,7 +177,11 @@ class writer {
   };
   std::ostream& out_;
   std::vector<open_container> open_;
-  std::unordered_map<std::string, std::uint32_t> strings_;
+  struct string_hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, std::uint32_t, string_hash, std::equal_to<>> strings_;
   std::uint32_t memo_next_ = 0;
   std::size_t top_level_ = 0;
 };
