@@ -39,7 +39,12 @@ std::string_view to_string(policy_kind policy) noexcept {
 }
 
 allocator_config allocator_config::parse(std::string_view text, std::string_view origin) {
-  allocator_config c;
+  return parse(text, origin, allocator_config{});
+}
+
+allocator_config allocator_config::parse(std::string_view text, std::string_view origin,
+                                         const allocator_config& base) {
+  allocator_config c = base;
   const config_string parsed = config_string::parse(text, k_keys, origin);
   for (const config_item& item : parsed.items()) {
     if (item.key == "max_split_size_mb") {

@@ -753,7 +753,7 @@ class caching_allocator::impl {
       if (has_space(c)) return c;
     }
     const std::size_t page = page_size_for(*pool);
-    const std::size_t device_memory = std::min<std::size_t>(backend_.capacity(), std::size_t{1} << 41);
+    const std::size_t device_memory = std::min<std::size_t>(backend_.capacity(), std::size_t{1} << 40);
     const std::size_t pages = (device_memory + device_memory / 8 + page - 1) / page;
     if (pages * page < size) return nullptr;
     const std::optional<std::uint64_t> base = backend_.reserve_range(pages * page);

@@ -66,7 +66,7 @@ std::optional<std::uint64_t> host_backend::do_reserve_range(std::size_t bytes) {
                                     bytes, std::strerror(errno)));
   }
   const auto address = reinterpret_cast<std::uint64_t>(p);
-  ranges_.emplace(address, range{bytes, std::vector<bool>(bytes / page_, false)});
+  ranges_.emplace(address, range{bytes, {}});
   return address;
 }
 
@@ -84,17 +84,18 @@ bool host_backend::do_map_pages(std::uint64_t address, std::size_t offset, std::
     throw invalid_argument(fmt::format("host backend: map outside a reserved range at {:#x}", address));
   }
   if (bytes > capacity_ - used_) return false;
-  auto& pages = it->second.pages;
-  for (std::size_t p = offset / page_; p < (offset + bytes) / page_; ++p) {
-    if (pages[p]) {
-      throw invalid_argument(fmt::format("host backend: page {} of {:#x} is mapped twice", p, address));
-    }
+  auto& mapped = it->second.mapped;
+  const std::size_t first = offset / page_;
+  const std::size_t last = (offset + bytes) / page_;
+  const auto clash = mapped.lower_bound(first);
+  if (clash != mapped.end() && *clash < last) {
+    throw invalid_argument(fmt::format("host backend: page {} of {:#x} is mapped twice", *clash, address));
   }
   if (mprotect(as_pointer(address + offset), bytes, PROT_READ | PROT_WRITE) != 0) {
     if (errno == ENOMEM) return false;
     throw backend_error(fmt::format("host backend: mprotect failed: {}", std::strerror(errno)));
   }
-  for (std::size_t p = offset / page_; p < (offset + bytes) / page_; ++p) pages[p] = true;
+  for (std::size_t p = first; p < last; ++p) mapped.insert(mapped.end(), p);
   used_ += bytes;
   return true;
 }
@@ -103,15 +104,16 @@ void host_backend::do_unmap_pages(std::uint64_t address, std::size_t offset,
                                   std::size_t bytes) noexcept {
   const auto it = ranges_.find(address);
   if (it == ranges_.end()) return;
-  auto& pages = it->second.pages;
-  for (std::size_t p = offset / page_; p < (offset + bytes) / page_ && p < pages.size(); ++p) {
-    if (!pages[p]) continue;
-    void* page_address = as_pointer(address + p * page_);
+  auto& mapped = it->second.mapped;
+  const auto first = mapped.lower_bound(offset / page_);
+  const auto last = mapped.lower_bound((offset + bytes) / page_);
+  for (auto p = first; p != last; ++p) {
+    void* page_address = as_pointer(address + *p * page_);
     madvise(page_address, page_, MADV_DONTNEED);  // give the memory back
     mprotect(page_address, page_, PROT_NONE);     // and fault on any later touch
-    pages[p] = false;
     used_ -= page_;
   }
+  mapped.erase(first, last);
 }
 
 }  // namespace keel::memory

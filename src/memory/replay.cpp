@@ -38,6 +38,7 @@ class replayer {
         allocator_(device_, options.config, model.device) {
     where_.reserve(model.ops.size() / 2 + 64);
     requested_live_ = model.start_requested;
+    if (options.memory_fraction) allocator_.set_memory_fraction(*options.memory_fraction);
     if (start == start_mode::layout) {
       adopt_layout();
     } else {
@@ -171,6 +172,10 @@ replay_result replay(const trace_model& model, const replay_options& options) {
     timeline.push_back({0, run.requested_live(), peak_usage.reserved});
   }
   for (std::size_t i = 0; i < model.ops.size(); ++i) {
+    if (options.stop_before_entry && model.ops[i].entry >= *options.stop_before_entry) {
+      r.ops = i;
+      break;
+    }
     run.step(model.ops[i]);
     const memory_usage u = run.allocator().usage();
     r.peak_allocated = std::max(r.peak_allocated, run.requested_live());
@@ -196,6 +201,7 @@ replay_result replay(const trace_model& model, const replay_options& options) {
   if (options.config.policy == policy_kind::pytorch && !model.recorded_segments.empty()) {
     r.fidelity = compare_segments(model, replayed_segments);
   }
+  if (options.stop_before_entry) r.final_state = run.allocator().take_snapshot();
   if (options.snapshot_at_peak) {
     // Replaying is cheap: run again up to the peak and keep the allocator's state there.
     replayer again(model, options, r.start);

@@ -32,7 +32,7 @@ void sim_backend::do_free_segment(std::uint64_t address, std::size_t bytes) noex
 std::optional<std::uint64_t> sim_backend::do_reserve_range(std::size_t bytes) {
   const std::uint64_t address = next_range_;
   next_range_ += align_up(bytes, k_alignment) + k_alignment;  // a guard gap between ranges
-  ranges_.emplace(address, range{bytes, std::vector<bool>(bytes / page_, false)});
+  ranges_.emplace(address, range{bytes, {}});
   return address;
 }
 
@@ -49,13 +49,14 @@ bool sim_backend::do_map_pages(std::uint64_t address, std::size_t offset, std::s
     throw invalid_argument(fmt::format("sim backend: map outside a reserved range at {:#x}", address));
   }
   if (bytes > capacity_ - used_) return false;
-  auto& pages = it->second.pages;
-  for (std::size_t p = offset / page_; p < (offset + bytes) / page_; ++p) {
-    if (pages[p]) {
-      throw invalid_argument(fmt::format("sim backend: page {} of {:#x} is mapped twice", p, address));
-    }
-    pages[p] = true;
+  auto& mapped = it->second.mapped;
+  const std::size_t first = offset / page_;
+  const std::size_t last = (offset + bytes) / page_;
+  const auto clash = mapped.lower_bound(first);
+  if (clash != mapped.end() && *clash < last) {
+    throw invalid_argument(fmt::format("sim backend: page {} of {:#x} is mapped twice", *clash, address));
   }
+  for (std::size_t p = first; p < last; ++p) mapped.insert(mapped.end(), p);
   used_ += bytes;
   mapped_ += bytes;
   return true;
@@ -65,13 +66,13 @@ void sim_backend::do_unmap_pages(std::uint64_t address, std::size_t offset,
                                  std::size_t bytes) noexcept {
   const auto it = ranges_.find(address);
   if (it == ranges_.end()) return;
-  auto& pages = it->second.pages;
-  for (std::size_t p = offset / page_; p < (offset + bytes) / page_ && p < pages.size(); ++p) {
-    if (!pages[p]) continue;
-    pages[p] = false;
-    used_ -= page_;
-    mapped_ -= page_;
-  }
+  auto& mapped = it->second.mapped;
+  const auto first = mapped.lower_bound(offset / page_);
+  const auto last = mapped.lower_bound((offset + bytes) / page_);
+  const auto count = static_cast<std::size_t>(std::distance(first, last));
+  mapped.erase(first, last);
+  used_ -= count * page_;
+  mapped_ -= count * page_;
 }
 
 }  // namespace keel::memory

@@ -37,8 +37,11 @@ struct allocator_config {
   bool expandable_segments = false;
   bool release_lock_on_malloc = false;
 
-  // Parses a config string; `origin` names its source in errors.
+  // Parses a config string; `origin` names its source in errors. Keys not in the text keep
+  // their default (or, in the second form, their value in `base`).
   static allocator_config parse(std::string_view text, std::string_view origin = "config");
+  static allocator_config parse(std::string_view text, std::string_view origin,
+                                const allocator_config& base);
   // KEEL_ALLOC_CONF, else PYTORCH_CUDA_ALLOC_CONF, else the defaults.
   static allocator_config from_environment();
 

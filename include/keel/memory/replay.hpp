@@ -29,9 +29,13 @@ enum class start_mode { layout, live };
 struct replay_options {
   allocator_config config;
   std::optional<std::size_t> capacity;    // device memory; unlimited when absent
+  std::optional<double> memory_fraction;  // set_memory_fraction (what enables GC thresholds)
   std::optional<start_mode> start;        // default: layout for pytorch, live for keel
   std::size_t timeline_points = 512;      // samples kept for plots (0: none)
   bool snapshot_at_peak = false;          // keep the allocator's segments at the reserved peak
+  // Stop before the first op that comes from this trace entry or a later one, and keep the
+  // allocator's segments at that point in replay_result::final_state.
+  std::optional<std::uint32_t> stop_before_entry;
 };
 
 struct replay_oom {
@@ -78,6 +82,7 @@ struct replay_result {
   std::optional<fidelity_report> fidelity;  // policy pytorch and segment events in the window
   std::vector<timeline_point> timeline;
   std::optional<snapshot> peak_state;
+  std::optional<snapshot> final_state;  // with stop_before_entry
   double elapsed_ms = 0.0;
 };
 

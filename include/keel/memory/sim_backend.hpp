@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <unordered_map>
+#include <set>
 #include <vector>
 
 #include "keel/memory/backend.hpp"
@@ -32,7 +33,7 @@ class sim_backend final : public backend {
  private:
   struct range {
     std::size_t size = 0;
-    std::vector<bool> pages;
+    std::set<std::size_t> mapped;  // indices of mapped pages
   };
   std::string_view do_name() const noexcept override { return "sim"; }
   std::optional<std::uint64_t> do_allocate_segment(std::size_t bytes) override;
