@@ -80,7 +80,10 @@ advice advise(const trace_model& model, const std::vector<candidate>& candidates
 
   std::stable_sort(results.begin(), results.end(), [](const ranked_result& a, const ranked_result& b) {
     if (a.oom != b.oom) return !a.oom;
-    return a.result.peak_reserved < b.result.peak_reserved;
+    if (a.result.peak_reserved != b.result.peak_reserved) {
+      return a.result.peak_reserved < b.result.peak_reserved;
+    }
+    return a.result.device_mallocs < b.result.device_mallocs;  // fewer driver calls
   });
   advice out;
   for (std::size_t i = 0; i < results.size(); ++i) {

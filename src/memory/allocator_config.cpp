@@ -131,9 +131,25 @@ std::string allocator_config::to_string() const {
                     [&](std::size_t d) { return d == roundup_power2_divisions[0]; })) {
       items.push_back(fmt::format("roundup_power2_divisions:{}", roundup_power2_divisions[0]));
     } else {
-      std::vector<std::string> parts;
+      // Runs of equal divisions. PyTorch's list syntax: the first entry also fills every
+      // interval below it, unnamed intervals stay 0, and '>' fills from the last named one on.
+      const auto& d = roundup_power2_divisions;
+      std::vector<std::pair<std::size_t, std::size_t>> runs;  // [start, end]
       for (std::size_t i = 0; i < k_intervals; ++i) {
-        parts.push_back(fmt::format("{}:{}", std::size_t{1} << i, roundup_power2_divisions[i]));
+        if (i == 0 || d[i] != d[i - 1]) runs.push_back({i, i});
+        runs.back().second = i;
+      }
+      std::vector<std::string> parts;
+      const auto name = [&](std::size_t i) { parts.push_back(fmt::format("{}:{}", std::size_t{1} << i, d[i])); };
+      name(runs.front().second);
+      for (std::size_t r = 1; r < runs.size(); ++r) {
+        const auto [start, end] = runs[r];
+        if (r + 1 == runs.size()) {
+          name(start);
+          if (end > start) parts.push_back(fmt::format(">:{}", d[start]));
+        } else {
+          for (std::size_t i = start; i <= end; ++i) name(i);
+        }
       }
       items.push_back(fmt::format("roundup_power2_divisions:[{}]", fmt::join(parts, ",")));
     }

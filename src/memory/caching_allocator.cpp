@@ -152,7 +152,8 @@ class caching_allocator::impl {
     alloc_params p;
     p.size = size;
     p.stream = stream;
-    p.pool = size <= k_small_size ? &small_ : &large_;
+    // keel keeps one pool: small blocks fill the tails of large blocks' last pages.
+    p.pool = size <= k_small_size && config_.policy != policy_kind::keel ? &small_ : &large_;
     p.alloc_size = caching_allocator::allocation_size(size);
 
     bool found = get_free_block(p) || (trigger_free_memory_callbacks() && get_free_block(p));

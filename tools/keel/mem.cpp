@@ -1,6 +1,7 @@
 // `keel mem`: replay PyTorch memory snapshots, explain OOMs, advise allocator settings.
 #include <fmt/format.h>
 
+#include <fstream>
 #include <iostream>
 #include <optional>
 
@@ -9,6 +10,7 @@
 #include "keel/core/error.hpp"
 #include "keel/memory/replay.hpp"
 #include "keel/memory/snapshot.hpp"
+#include "keel/memory/synth.hpp"
 #include "keel/memory/trace_model.hpp"
 #include "mem_report.hpp"
 
@@ -75,6 +77,45 @@ void run_replay(const replay_args& a) {
   }
 }
 
+struct synth_args {
+  std::string kind;
+  std::string out;
+  synth_options options;
+  bool json = false;
+};
+
+void run_synth(synth_args a) {
+  if (a.kind == "train") {
+    a.options.kind = synth_kind::train;
+  } else if (a.kind == "infer") {
+    a.options.kind = synth_kind::infer;
+  } else {
+    throw invalid_argument(fmt::format("unknown workload '{}': expected train or infer", a.kind));
+  }
+  const snapshot s = synthesize(a.options);
+  const bool as_json = a.out.size() >= 5 && a.out.substr(a.out.size() - 5) == ".json";
+  {
+    std::ofstream file(a.out, std::ios::binary);
+    if (!file) throw io_error(fmt::format("{}: cannot write", a.out));
+    if (as_json) {
+      write_snapshot_json(s, file);
+    } else {
+      write_snapshot_pickle(s, file);
+    }
+    if (!file) throw io_error(fmt::format("{}: write failed", a.out));
+  }
+  std::uint64_t reserved = 0;
+  for (const snapshot_segment& seg : s.segments) reserved += seg.total_size;
+  const std::size_t entries = s.device_traces.empty() ? 0 : s.device_traces[0].size();
+  if (a.json) {
+    print_json({{"out", a.out}, {"kind", a.kind}, {"segments", s.segments.size()},
+                {"entries", entries}, {"reserved", reserved}});
+  } else {
+    std::cout << fmt::format("wrote {}: a {} workload, {} trace entries, {} segments ({} reserved at the end)\n",
+                             a.out, a.kind, entries, s.segments.size(), format_size(reserved));
+  }
+}
+
 }  // namespace
 
 void add_mem_commands(CLI::App& root) {
@@ -98,6 +139,25 @@ void add_mem_commands(CLI::App& root) {
   rp->add_option("--html", replay_cmd->html, "Also write a self-contained HTML report");
   add_json_flag(rp, replay_cmd->json);
   rp->callback([replay_cmd] { run_replay(*replay_cmd); });
+
+  auto synth_cmd = std::make_shared<synth_args>();
+  CLI::App* sy = group->add_subcommand(
+      "synth", "Write a realistic snapshot from a model of a workload (train or infer)");
+  sy->add_option("kind", synth_cmd->kind, "train (variable-length transformer training) or infer "
+                                         "(LLM serving with a growing KV cache)")->required();
+  sy->add_option("--out", synth_cmd->out, "Output file: .pickle (PyTorch's format) or .json")->required();
+  sy->add_option("--seed", synth_cmd->options.seed, "Random seed")->capture_default_str();
+  sy->add_option("--steps", synth_cmd->options.steps, "Training steps or requests")->capture_default_str();
+  sy->add_option("--layers", synth_cmd->options.layers, "Transformer layers")->capture_default_str();
+  sy->add_option("--hidden", synth_cmd->options.hidden, "Hidden size")->capture_default_str();
+  sy->add_option("--heads", synth_cmd->options.heads, "Attention heads")->capture_default_str();
+  sy->add_option("--batch", synth_cmd->options.batch, "Batch size")->capture_default_str();
+  sy->add_option("--min-seq", synth_cmd->options.min_seq, "Shortest sequence or prompt")->capture_default_str();
+  sy->add_option("--max-seq", synth_cmd->options.max_seq, "Longest sequence or prompt")->capture_default_str();
+  sy->add_option("--new-tokens", synth_cmd->options.new_tokens, "Tokens generated per request (infer)")
+      ->capture_default_str();
+  add_json_flag(sy, synth_cmd->json);
+  sy->callback([synth_cmd] { run_synth(*synth_cmd); });
 
   add_mem_advise_commands(*group);
 }

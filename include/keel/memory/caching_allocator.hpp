@@ -8,9 +8,11 @@
 // collection by block age, the retry order on device OOM (free-memory callbacks, GC,
 // releasing oversize blocks, releasing every cached block), expandable segments with 2 MiB
 // (small) and 20 MiB (large) pages, record_stream with deferred frees, empty_cache and a
-// memory fraction. Policy `keel` always uses page-mapped segments with 2 MiB pages and
-// recycles whole free pages before it asks the device for more, so reserved memory follows
-// the pages live blocks actually touch (docs/memory.md has the design and measurements).
+// memory fraction. Policy `keel` always uses page-mapped segments with 2 MiB pages, keeps one
+// pool per stream (small blocks fill the tails of large blocks' last pages, so its small_pool
+// stats stay zero) and recycles whole free pages before it asks the device for more, so
+// reserved memory follows the pages live blocks actually touch (docs/memory.md has the design
+// and measurements).
 //
 // Thread-safety: every public function may be called concurrently; one mutex serialises
 // them. Ownership: the allocator borrows its backend, which must outlive it; the destructor
