@@ -32,14 +32,14 @@ std::string_view to_string(kind k) noexcept {
 // ---------------------------------------------------------------------------------------
 // value
 
-namespace {
-[[noreturn]] void wrong_kind(const value& v, std::string_view wanted) {
+namespace detail {
+void wrong_kind(const value& v, std::string_view wanted) {
   throw keel::invalid_argument(
       fmt::format("pickle value is a {}, not {}", to_string(v.type()), wanted));
 }
-}  // namespace
-
-kind value::type() const noexcept { return doc_->nodes_[index_].type; }
+void index_out_of_range() { throw keel::invalid_argument("pickle container index out of range"); }
+}  // namespace detail
+using detail::wrong_kind;
 
 bool value::is_container() const noexcept {
   const kind k = type();
@@ -77,26 +77,6 @@ double value::as_double() const {
   wrong_kind(*this, "float");
 }
 
-std::string_view value::as_string() const {
-  const auto& n = doc_->nodes_[index_];
-  if (n.type != kind::string && n.type != kind::bytes) wrong_kind(*this, "str");
-  return std::string_view(doc_->data_).substr(n.a, n.b);
-}
-
-std::size_t value::size() const {
-  const auto& n = doc_->nodes_[index_];
-  if (n.type == kind::dict) return n.count / 2;
-  if (n.type == kind::list || n.type == kind::tuple) return n.count;
-  wrong_kind(*this, "container");
-}
-
-value value::operator[](std::size_t i) const {
-  const auto& n = doc_->nodes_[index_];
-  if (n.type != kind::list && n.type != kind::tuple) wrong_kind(*this, "list or tuple");
-  if (i >= n.count) throw keel::invalid_argument("pickle list index out of range");
-  return value(doc_, doc_->children_[n.a + i]);
-}
-
 value value::key(std::size_t i) const {
   const auto& n = doc_->nodes_[index_];
   if (n.type != kind::dict) wrong_kind(*this, "dict");
@@ -110,21 +90,6 @@ value value::item(std::size_t i) const {
   if (2 * i >= n.count) throw keel::invalid_argument("pickle dict index out of range");
   return value(doc_, doc_->children_[n.a + 2 * i + 1]);
 }
-
-std::optional<value> value::get(std::string_view name) const {
-  const auto& n = doc_->nodes_[index_];
-  if (n.type != kind::dict) wrong_kind(*this, "dict");
-  const std::uint32_t* c = doc_->children_.data() + n.a;
-  for (std::uint32_t i = n.count; i >= 2; i -= 2) {
-    const auto& k = doc_->nodes_[c[i - 2]];
-    if (k.type == kind::string && k.b == name.size() &&
-        std::memcmp(doc_->data_.data() + k.a, name.data(), name.size()) == 0)
-      return value(doc_, c[i - 1]);
-  }
-  return std::nullopt;
-}
-
-std::uint64_t value::offset() const noexcept { return doc_->nodes_[index_].offset; }
 
 std::pair<std::size_t, std::size_t> document::line_column(std::uint64_t offset) const {
   std::size_t line = 1, column = 1;

@@ -284,10 +284,14 @@ class converter {
                                      [&](const auto& p) { return p.first == a; });
     if (found == std::end(k_actions)) fail(action, fmt::format("unknown trace action '{}'", a));
     e.action = found->second;
-    e.addr = u64(v, "addr");
+    if (e.action == trace_action::oom) {
+      // PyTorch writes the driver's free bytes as device_free in place of addr.
+      e.device_free = present(v, "device_free") ? u64(v, "device_free") : u64(v, "addr");
+    } else {
+      e.addr = u64(v, "addr");
+    }
     e.size = u64(v, "size");
     e.stream = bits64(v, "stream");
-    e.device_free = u64(v, "device_free");
     if (const auto t = present(v, "time_us")) e.time_us = to_i64(*t, "time_us");
     if (const auto frames = present(v, "frames")) e.frames = stack(*frames);
     return e;

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
 #include <cmath>
 #include <ostream>
 #include <unordered_map>
@@ -182,9 +183,10 @@ class pickle_sink {
   std::unordered_map<const void*, std::uint32_t> memo_;
 };
 
+// Appends to a string buffer flushed in large chunks: ostream calls per token are slow.
 class json_sink {
  public:
-  explicit json_sink(std::ostream& out) : out_(out) {}
+  explicit json_sink(std::ostream& out) : stream_(out) { out_.reserve(k_chunk + 4096); }
   void begin_list() { open('['); }
   void end_list() { close(']'); }
   void begin_dict() { open('{'); }
@@ -194,7 +196,7 @@ class json_sink {
   void key(std::string_view k) {
     separate();
     quote(k);
-    out_ << ':';
+    out_ += ':';
     after_key_ = true;
   }
   void string(std::string_view v) {
@@ -203,11 +205,11 @@ class json_sink {
   }
   void integer(std::int64_t v) {
     separate();
-    out_ << v;
+    number(v);
   }
   void unsigned_integer(std::uint64_t v) {
     separate();
-    out_ << v;
+    number(v);
   }
   void floating(double v) {
     separate();
@@ -215,24 +217,38 @@ class json_sink {
     // Shortest round-trip form, always with a '.' or exponent so it reads back as a float.
     std::string t = fmt::format("{}", v);
     if (t.find_first_of(".eEn") == std::string::npos) t += ".0";
-    out_ << t;
+    out_ += t;
   }
   void boolean(bool v) {
     separate();
-    out_ << (v ? "true" : "false");
+    out_ += v ? "true" : "false";
   }
   bool reuse(const frame_stack&) { return false; }
   void remember(const frame_stack&) {}
-  void finish() { out_ << '\n'; }
+  void finish() {
+    out_ += '\n';
+    flush();
+  }
 
  private:
+  static constexpr std::size_t k_chunk = std::size_t{1} << 20;
+  template <class T>
+  void number(T v) {
+    char buf[24];
+    const auto r = std::to_chars(buf, buf + sizeof buf, v);
+    out_.append(buf, r.ptr);
+  }
+  void flush() {
+    stream_.write(out_.data(), static_cast<std::streamsize>(out_.size()));
+    out_.clear();
+  }
   void open(char c) {
     separate();
-    out_ << c;
+    out_ += c;
     first_ = true;
   }
   void close(char c) {
-    out_ << c;
+    out_ += c;
     first_ = false;
   }
   void separate() {
@@ -240,38 +256,40 @@ class json_sink {
       after_key_ = false;
       return;
     }
-    if (!first_) out_ << ',';
+    if (!first_) out_ += ',';
     first_ = false;
   }
   void quote(std::string_view s) {
-    out_ << '"';
+    out_ += '"';
     std::size_t run = 0;  // start of the pending run of characters that need no escape
     for (std::size_t i = 0; i < s.size(); ++i) {
       const auto c = static_cast<unsigned char>(s[i]);
       const bool surrogate =  // a UTF-16 surrogate (pickles may carry one) is not valid UTF-8
           c == 0xED && i + 2 < s.size() && (static_cast<unsigned char>(s[i + 1]) & 0xE0) == 0xA0;
       if (c >= 0x20 && c != '"' && c != '\\' && !surrogate) continue;
-      out_.write(s.data() + run, static_cast<std::streamsize>(i - run));
+      out_.append(s.data() + run, i - run);
       if (surrogate) {
         const unsigned cp = 0xD000u | ((static_cast<unsigned char>(s[i + 1]) & 0x3Fu) << 6) |
                             (static_cast<unsigned char>(s[i + 2]) & 0x3Fu);
-        out_ << fmt::format("\\u{:04x}", cp);
+        out_ += fmt::format("\\u{:04x}", cp);
         i += 2;
       } else if (c == '"') {
-        out_ << "\\\"";
+        out_ += "\\\"";
       } else if (c == '\\') {
-        out_ << "\\\\";
+        out_ += "\\\\";
       } else if (c == '\n') {
-        out_ << "\\n";
+        out_ += "\\n";
       } else {
-        out_ << fmt::format("\\u{:04x}", c);
+        out_ += fmt::format("\\u{:04x}", c);
       }
       run = i + 1;
     }
-    out_.write(s.data() + run, static_cast<std::streamsize>(s.size() - run));
-    out_ << '"';
+    out_.append(s.data() + run, s.size() - run);
+    if (out_.size() > k_chunk) flush();
+    out_ += '"';
   }
-  std::ostream& out_;
+  std::ostream& stream_;
+  std::string out_;
   bool first_ = true;
   bool after_key_ = false;
 };

@@ -27,6 +27,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <iosfwd>
 #include <optional>
@@ -49,8 +50,11 @@ struct limits {
 };
 
 class document;
+class value;
 namespace detail {
 class builder;
+[[noreturn]] void wrong_kind(const value& v, std::string_view wanted);
+[[noreturn]] void index_out_of_range();
 class pickle_reader;
 class json_reader;
 }  // namespace detail
@@ -127,6 +131,46 @@ class document {
   std::vector<std::uint32_t> children_;
   std::uint32_t root_ = 0;
 };
+
+
+// Hot accessors, inline: the snapshot reader calls them a few million times per file.
+
+inline kind value::type() const noexcept { return doc_->nodes_[index_].type; }
+
+inline std::uint64_t value::offset() const noexcept { return doc_->nodes_[index_].offset; }
+
+inline std::string_view value::as_string() const {
+  const auto& n = doc_->nodes_[index_];
+  if (n.type != kind::string && n.type != kind::bytes) detail::wrong_kind(*this, "str");
+  return std::string_view(doc_->data_).substr(n.a, n.b);
+}
+
+inline std::size_t value::size() const {
+  const auto& n = doc_->nodes_[index_];
+  if (n.type == kind::dict) return n.count / 2;
+  if (n.type == kind::list || n.type == kind::tuple) return n.count;
+  detail::wrong_kind(*this, "container");
+}
+
+inline value value::operator[](std::size_t i) const {
+  const auto& n = doc_->nodes_[index_];
+  if (n.type != kind::list && n.type != kind::tuple) detail::wrong_kind(*this, "list or tuple");
+  if (i >= n.count) detail::index_out_of_range();
+  return value(doc_, doc_->children_[n.a + i]);
+}
+
+inline std::optional<value> value::get(std::string_view name) const {
+  const auto& n = doc_->nodes_[index_];
+  if (n.type != kind::dict) detail::wrong_kind(*this, "dict");
+  const std::uint32_t* c = doc_->children_.data() + n.a;
+  for (std::uint32_t i = n.count; i >= 2; i -= 2) {
+    const auto& k = doc_->nodes_[c[i - 2]];
+    if (k.type == kind::string && k.b == name.size() &&
+        std::memcmp(doc_->data_.data() + k.a, name.data(), name.size()) == 0)
+      return value(doc_, c[i - 1]);
+  }
+  return std::nullopt;
+}
 
 // Parses one pickle. Trailing bytes after STOP are ignored, as Python's pickle.load does.
 // Throws keel::parse_error ("source: byte N: message").

@@ -139,14 +139,19 @@ std::string_view to_string(trace_action action) noexcept;
 std::string_view to_string(block_state state) noexcept;
 
 // Reads a snapshot file, pickle or JSON (told apart by content). Throws keel::io_error when
-// the file cannot be read and keel::parse_error (with the byte offset or line:column) when
-// it is not a snapshot.
+// the file cannot be read and keel::parse_error (with the byte offset or line:column, and
+// the place in the structure, e.g. "segments[3].blocks[2]") when it is not a snapshot.
+// Unknown keys are ignored; an unknown trace action or block state is an error. Pickles go
+// through pickle::parse (include/keel/memory/pickle.hpp) with its default limits.
 snapshot read_snapshot(const std::string& path);
 snapshot parse_snapshot_pickle(std::span<const std::byte> bytes, std::string_view source);
 snapshot parse_snapshot_json(std::string_view text, std::string_view source);
 
 // Writes the 2.2+ layout: as a protocol-4 pickle that Python's standard unpickler and
-// torch.cuda._memory_viz load, or as JSON with the same keys.
+// torch.cuda._memory_viz load, or as JSON with the same keys (tuples become lists).
+// allocator_settings is written when `settings` is set; a segments_only snapshot is written
+// as the plain segment list (its traces and settings are not written). Throws io_error when
+// the stream fails, invalid_argument (JSON only) for a non-finite number.
 void write_snapshot_pickle(const snapshot& s, std::ostream& out);
 void write_snapshot_json(const snapshot& s, std::ostream& out);
 
