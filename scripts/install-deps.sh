@@ -13,7 +13,7 @@ packages=(
   libxxhash-dev libonnx-dev libprotobuf-dev protobuf-compiler
   # Python module and Python-side tests (Debian's own python3)
   python3 python3-dev pybind11-dev python3-pytest python3-numpy
-  python3-torch python3-torchvision
+  python3-torch python3-torchvision python3-onnx
   # OpenCL on the CPU
   pocl-opencl-icd ocl-icd-opencl-dev opencl-headers
   # peers for side-by-side benchmarks and tests
@@ -36,5 +36,5 @@ echo "install-deps: installing ${missing[*]}" >&2
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq
-$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+$sudo apt-get -o DPkg::Lock::Timeout=600 update -qq
+$sudo apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

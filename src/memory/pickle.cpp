@@ -923,6 +923,26 @@ void writer::put_op(std::uint8_t op) { out_.put(static_cast<char>(op)); }
 void writer::put_raw(const void* p, std::size_t n) {
   out_.write(static_cast<const char*>(p), static_cast<std::streamsize>(n));
 }
+void writer::put_le(std::uint64_t v, std::size_t n) {
+  std::uint8_t b[8];
+  for (std::size_t i = 0; i < n; ++i) b[i] = static_cast<std::uint8_t>(v >> (8 * i));
+  put_raw(b, n);
+}
+// A str or bytes payload with the shortest of the three length prefixes.
+void writer::put_sized(std::string_view v, std::uint8_t op1, std::uint8_t op4, std::uint8_t op8) {
+  const std::uint64_t n = v.size();
+  if (n < 256) {
+    put_op(op1);
+    put_le(n, 1);
+  } else if (n <= 0xFFFFFFFFu) {
+    put_op(op4);
+    put_le(n, 4);
+  } else {
+    put_op(op8);
+    put_le(n, 8);
+  }
+  put_raw(v.data(), v.size());
+}
 
 void writer::before_item() {
   if (open_.empty()) return;
@@ -957,31 +977,25 @@ void writer::integer(std::int64_t v) {
   before_item();
   if (v >= 0 && v < 256) {
     put_op(k_binint1);
-    put_op(static_cast<std::uint8_t>(v));
+    put_le(static_cast<std::uint64_t>(v), 1);
   } else if (v >= 0 && v < 65536) {
     put_op(k_binint2);
-    const std::uint8_t b[2] = {static_cast<std::uint8_t>(v), static_cast<std::uint8_t>(v >> 8)};
-    put_raw(b, 2);
+    put_le(static_cast<std::uint64_t>(v), 2);
   } else if (v >= std::numeric_limits<std::int32_t>::min() &&
              v <= std::numeric_limits<std::int32_t>::max()) {
     put_op(k_binint);
-    const auto u = static_cast<std::uint32_t>(static_cast<std::int32_t>(v));
-    const std::uint8_t b[4] = {static_cast<std::uint8_t>(u), static_cast<std::uint8_t>(u >> 8),
-                               static_cast<std::uint8_t>(u >> 16), static_cast<std::uint8_t>(u >> 24)};
-    put_raw(b, 4);
+    put_le(static_cast<std::uint64_t>(v), 4);  // two's complement, low 4 bytes
   } else {
     // LONG1 with the shortest two's complement encoding.
     const auto u = static_cast<std::uint64_t>(v);
-    std::uint8_t b[8];
-    for (int i = 0; i < 8; ++i) b[i] = static_cast<std::uint8_t>(u >> (8 * i));
     std::size_t n = 8;
-    const std::uint8_t ext = v < 0 ? 0xFF : 0x00;
-    while (n > 1 && b[n - 1] == ext && ((b[n - 2] & 0x80) != 0) == (v < 0)) --n;
+    const std::uint64_t ext = v < 0 ? 0xFF : 0x00;
+    while (n > 1 && ((u >> (8 * (n - 1))) & 0xFF) == ext &&
+           (((u >> (8 * (n - 2))) & 0x80) != 0) == (v < 0))
+      --n;
     put_op(k_long1);
-    put_op(static_cast<std::uint8_t>(n));
-    put_raw(b, n);
-    item_done();
-    return;
+    put_le(n, 1);
+    put_le(u, n);
   }
   item_done();
 }
@@ -991,68 +1005,33 @@ void writer::unsigned_integer(std::uint64_t v) {
     return;
   }
   before_item();
-  std::uint8_t b[9];
-  for (int i = 0; i < 8; ++i) b[i] = static_cast<std::uint8_t>(v >> (8 * i));
-  b[8] = 0;
-  put_op(k_long1);
-  put_op(9);
-  put_raw(b, 9);
+  put_op(k_long1);  // 9 bytes: the value and a 0x00 that keeps it positive
+  put_le(9, 1);
+  put_le(v, 8);
+  put_le(0, 1);
   item_done();
 }
 void writer::floating(double v) {
   before_item();
   const auto bits = std::bit_cast<std::uint64_t>(v);
-  std::uint8_t b[8];
-  for (int i = 0; i < 8; ++i) b[i] = static_cast<std::uint8_t>(bits >> (56 - 8 * i));
-  put_op(k_binfloat);
-  put_raw(b, 8);
+  put_op(k_binfloat);  // big endian
+  for (int i = 7; i >= 0; --i) put_le(bits >> (8 * i), 1);
   item_done();
 }
 void writer::string(std::string_view v) {
   before_item();
   if (auto it = strings_.find(v); it != strings_.end()) {
     put_get(it->second);
-    item_done();
-    return;
-  }
-  const std::uint64_t n = v.size();
-  if (n < 256) {
-    put_op(k_short_binunicode);
-    put_op(static_cast<std::uint8_t>(n));
-  } else if (n <= 0xFFFFFFFFu) {
-    put_op(k_binunicode);
-    const std::uint8_t b[4] = {static_cast<std::uint8_t>(n), static_cast<std::uint8_t>(n >> 8),
-                               static_cast<std::uint8_t>(n >> 16), static_cast<std::uint8_t>(n >> 24)};
-    put_raw(b, 4);
   } else {
-    put_op(k_binunicode8);
-    std::uint8_t b[8];
-    for (int i = 0; i < 8; ++i) b[i] = static_cast<std::uint8_t>(n >> (8 * i));
-    put_raw(b, 8);
+    put_sized(v, k_short_binunicode, k_binunicode, k_binunicode8);
+    put_op(k_memoize);
+    strings_.emplace(std::string(v), memo_next_++);
   }
-  put_raw(v.data(), v.size());
-  put_op(k_memoize);
-  strings_.emplace(std::string(v), memo_next_++);
   item_done();
 }
 void writer::bytes(std::string_view v) {
   before_item();
-  const std::uint64_t n = v.size();
-  if (n < 256) {
-    put_op(k_short_binbytes);
-    put_op(static_cast<std::uint8_t>(n));
-  } else if (n <= 0xFFFFFFFFu) {
-    put_op(k_binbytes);
-    const std::uint8_t b[4] = {static_cast<std::uint8_t>(n), static_cast<std::uint8_t>(n >> 8),
-                               static_cast<std::uint8_t>(n >> 16), static_cast<std::uint8_t>(n >> 24)};
-    put_raw(b, 4);
-  } else {
-    put_op(k_binbytes8);
-    std::uint8_t b[8];
-    for (int i = 0; i < 8; ++i) b[i] = static_cast<std::uint8_t>(n >> (8 * i));
-    put_raw(b, 8);
-  }
-  put_raw(v.data(), v.size());
+  put_sized(v, k_short_binbytes, k_binbytes, k_binbytes8);
   item_done();
 }
 void writer::begin_list() {
@@ -1106,14 +1085,10 @@ void writer::put_get(std::uint32_t memo_index) {
   if (memo_index >= memo_next_) throw keel::invalid_argument("pickle writer: unknown memo index");
   if (memo_index < 256) {
     put_op(k_binget);
-    put_op(static_cast<std::uint8_t>(memo_index));
+    put_le(memo_index, 1);
   } else {
     put_op(k_long_binget);
-    const std::uint8_t b[4] = {static_cast<std::uint8_t>(memo_index),
-                               static_cast<std::uint8_t>(memo_index >> 8),
-                               static_cast<std::uint8_t>(memo_index >> 16),
-                               static_cast<std::uint8_t>(memo_index >> 24)};
-    put_raw(b, 4);
+    put_le(memo_index, 4);
   }
 }
 void writer::finish() {

@@ -160,6 +160,7 @@ void add_mem_commands(CLI::App& root) {
   sy->callback([synth_cmd] { run_synth(*synth_cmd); });
 
   add_mem_advise_commands(*group);
+  add_mem_bench_command(*group);
 }
 
 }  // namespace keel::cli

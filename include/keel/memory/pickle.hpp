@@ -212,6 +212,8 @@ class writer {
  private:
   void put_op(std::uint8_t op);
   void put_raw(const void* p, std::size_t n);
+  void put_le(std::uint64_t v, std::size_t n);
+  void put_sized(std::string_view v, std::uint8_t op1, std::uint8_t op4, std::uint8_t op8);
   void before_item();
   void item_done();
   void put_get(std::uint32_t memo_index);
