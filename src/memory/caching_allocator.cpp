@@ -812,10 +812,15 @@ class caching_allocator::impl {
     return candidate;
   }
 
-  // keel policy: before mapping new pages, give back whole free pages held anywhere in this
-  // device's expandable segments (largest free blocks first), so that the physical pages in
-  // use follow what live blocks touch.
+  // keel policy: before mapping pages that would take reserved memory above its high-water
+  // mark, give back whole free pages held anywhere in this device's expandable segments
+  // (largest free blocks first), as many as the excess. Reserved memory then never grows
+  // while whole free pages exist, and below the mark nothing is unmapped only to be mapped
+  // again (each map/unmap is a driver call on CUDA).
   void recycle_free_pages(std::size_t wanted) {
+    high_water_ = std::max(high_water_, total_allocated_memory_);
+    if (total_allocated_memory_ + wanted <= high_water_) return;
+    wanted = total_allocated_memory_ + wanted - high_water_;
     std::vector<block*> candidates;
     for (block_pool* pool : {&large_, &small_}) {
       for (block* b : pool->blocks) {
@@ -909,6 +914,7 @@ class caching_allocator::impl {
   std::unordered_map<std::uint64_t, block*> live_;
   std::map<stream_id, std::deque<std::pair<event_id, block*>>> events_;
   std::size_t total_allocated_memory_ = 0;
+  std::size_t high_water_ = 0;  // the most reserved memory so far (keel's page recycling)
   std::size_t allowed_memory_maximum_ = 0;
   bool set_fraction_ = false;
   std::vector<std::unique_ptr<expandable_segment>> segments_;
