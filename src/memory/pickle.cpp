@@ -851,7 +851,7 @@ class json_reader {
   }
 
   void put_utf8(std::uint32_t cp) {
-    std::string& o = doc_.data_;
+    auto& o = doc_.data_;
     if (cp < 0x80) {
       o += static_cast<char>(cp);
     } else if (cp < 0x800) {

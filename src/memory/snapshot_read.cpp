@@ -406,7 +406,18 @@ snapshot parse_snapshot_json(std::string_view text, std::string_view source) {
 snapshot read_snapshot(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw io_error(fmt::format("cannot open '{}': {}", path, std::strerror(errno)));
-  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string data;
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  in.seekg(0, std::ios::beg);
+  if (size > 0) {  // one read of the whole file; a pipe or special file reads as a stream
+    data.resize(static_cast<std::size_t>(size));
+    in.read(data.data(), size);
+    data.resize(static_cast<std::size_t>(in.gcount()));
+  } else {
+    in.clear();
+    data.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
   if (in.bad()) throw io_error(fmt::format("cannot read '{}'", path));
   // JSON starts with '{' or '[' (after whitespace); neither byte, nor whitespace, is a
   // pickle opcode, and a pickle of protocol 2+ starts with PROTO (0x80).

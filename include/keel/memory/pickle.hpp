@@ -37,6 +37,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "keel/memory/detail/huge_page_allocator.hpp"
+
 namespace keel::memory::pickle {
 
 enum class kind : std::uint8_t { none, boolean, integer, floating, string, bytes, list, tuple, dict };
@@ -124,11 +126,14 @@ class document {
   friend document parse(std::span<const std::byte>, std::string_view, const limits&);
   friend document parse_json(std::string_view, std::string_view, const limits&);
   std::string source_;
-  std::string data_;  // the input (pickle) or decoded strings (JSON)
+  template <class T>
+  using big_array = std::vector<T, memory::detail::huge_page_allocator<T>>;
+  std::basic_string<char, std::char_traits<char>, memory::detail::huge_page_allocator<char>>
+      data_;  // the input (pickle) or decoded strings (JSON)
   std::string text_copy_;
   bool text_ = false;
-  std::vector<node> nodes_;
-  std::vector<std::uint32_t> children_;
+  big_array<node> nodes_;
+  big_array<std::uint32_t> children_;
   std::uint32_t root_ = 0;
 };
 
