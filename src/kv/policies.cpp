@@ -175,9 +175,13 @@ class s3fifo_policy final : public eviction_policy {
     ++evictable_;
   }
   block_id do_evict() override {
+    // Referenced blocks are skipped; once main has been cycled through without a victim the
+    // small queue is used regardless of its size, so a victim is always found.
+    std::size_t main_skips = 0;
     for (;;) {
       const std::size_t cached = small_.size() + main_.size();
-      if (!small_.empty() && (small_.size() * 10 >= cached || main_.empty())) {
+      if (!small_.empty() &&
+          (small_.size() * 10 >= cached || main_.empty() || main_skips > main_.size())) {
         const block_id b = small_.pop_front();
         if (pinned_[b] || freq_[b] > 0) {
           freq_[b] = 0;
@@ -190,7 +194,11 @@ class s3fifo_policy final : public eviction_policy {
       }
       const block_id b = main_.pop_front();
       if (pinned_[b] || freq_[b] > 0) {
-        if (!pinned_[b]) --freq_[b];
+        if (pinned_[b]) {
+          ++main_skips;
+        } else {
+          --freq_[b];
+        }
         main_.push_back(b);
         continue;
       }

@@ -1,11 +1,15 @@
+// Trace loading. The lines are parsed by a small JSON reader written for this flat format
+// (one object of numbers and integer arrays per line): Mooncake traces are ~1 MB of numbers,
+// and building a DOM per line took longer than replaying the trace. It accepts any valid JSON
+// object, skipping keys it does not know, and reports errors as file:line:column.
 #include "keel/kv/trace.hpp"
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <charconv>
 #include <fstream>
-#include <limits>
+#include <optional>
 
 #include "keel/core/error.hpp"
 #include "keel/kv/block_hash.hpp"
@@ -13,26 +17,181 @@
 namespace keel::kv {
 namespace {
 
-using nlohmann::json;
+class line_reader {
+ public:
+  line_reader(std::string_view text, const std::string& source, std::size_t line)
+      : begin_(text.data()), p_(text.data()), end_(text.data() + text.size()), source_(source),
+        line_(line) {}
 
-std::uint64_t get_uint(const json& obj, const char* key, const std::string& source,
-                       std::size_t line, bool required, std::uint64_t fallback = 0) {
-  const auto it = obj.find(key);
-  if (it == obj.end()) {
-    if (required) throw parse_error(source, line, 1, fmt::format("missing \"{}\"", key));
-    return fallback;
+  [[noreturn]] void fail(const std::string& message) const {
+    throw parse_error(source_, line_, static_cast<std::size_t>(p_ - begin_) + 1, message);
   }
-  if (it->is_number_unsigned()) return it->get<std::uint64_t>();
-  if (it->is_number_integer() && it->get<std::int64_t>() >= 0) {
-    return static_cast<std::uint64_t>(it->get<std::int64_t>());
+  void ws() {
+    while (p_ < end_ && (*p_ == ' ' || *p_ == '\t' || *p_ == '\r' || *p_ == '\n')) ++p_;
   }
-  if (it->is_number_float()) {
-    const double v = it->get<double>();
-    if (v >= 0 && v < 1.8e19) return static_cast<std::uint64_t>(v);
+  bool peek(char c) {
+    ws();
+    return p_ < end_ && *p_ == c;
   }
-  throw parse_error(source, line, 1,
-                    fmt::format("\"{}\" must be a non-negative number, got {}", key, it->dump()));
-}
+  void expect(char c) {
+    if (!peek(c)) fail(fmt::format("expected '{}'", c));
+    ++p_;
+  }
+  bool at_end() {
+    ws();
+    return p_ == end_;
+  }
+
+  // A string's raw text (escapes validated, not decoded: keys are compared as written).
+  std::string_view string() {
+    expect('"');
+    const char* start = p_;
+    while (p_ < end_ && *p_ != '"') {
+      if (static_cast<unsigned char>(*p_) < 0x20) fail("control character in string");
+      if (*p_ == '\\') {
+        ++p_;
+        if (p_ == end_ || std::string_view("\"\\/bfnrtu").find(*p_) == std::string_view::npos) {
+          fail("bad escape in string");
+        }
+      }
+      ++p_;
+    }
+    if (p_ == end_) fail("unterminated string");
+    return {start, static_cast<std::size_t>(p_++ - start)};
+  }
+
+  // A JSON number; `integral` tells whether it had no fraction or exponent.
+  double number(bool& integral, std::uint64_t& as_uint, bool& negative) {
+    ws();
+    const char* start = p_;
+    negative = p_ < end_ && *p_ == '-';
+    if (negative) ++p_;
+    const char* digits = p_;
+    while (p_ < end_ && *p_ >= '0' && *p_ <= '9') ++p_;
+    if (p_ == digits) fail("expected a number");
+    if (*digits == '0' && p_ - digits > 1) fail("leading zero in number");
+    integral = true;
+    if (p_ < end_ && *p_ == '.') {
+      integral = false;
+      const char* f = ++p_;
+      while (p_ < end_ && *p_ >= '0' && *p_ <= '9') ++p_;
+      if (p_ == f) fail("expected digits after '.'");
+    }
+    if (p_ < end_ && (*p_ == 'e' || *p_ == 'E')) {
+      integral = false;
+      ++p_;
+      if (p_ < end_ && (*p_ == '+' || *p_ == '-')) ++p_;
+      const char* x = p_;
+      while (p_ < end_ && *p_ >= '0' && *p_ <= '9') ++p_;
+      if (p_ == x) fail("expected digits in exponent");
+    }
+    as_uint = 0;
+    if (integral && !negative) {
+      const auto r = std::from_chars(digits, p_, as_uint);
+      if (r.ec != std::errc()) integral = false;  // too large for 64 bits: keep the double
+    }
+    double value = 0;
+    std::from_chars(start, p_, value);
+    return value;
+  }
+
+  // A non-negative integer that fits `max`; `what` names it in errors.
+  std::uint64_t uint(const char* what, std::uint64_t max) {
+    ws();
+    const char* at = p_;
+    bool integral = false, negative = false;
+    std::uint64_t v = 0;
+    number(integral, v, negative);
+    if (!integral || negative || v > max) {
+      p_ = at;
+      fail(fmt::format("{} must be an integer in [0, {}]", what, max));
+    }
+    return v;
+  }
+
+  // A non-negative number (fractions truncated), for lengths and timestamps.
+  std::uint64_t count(std::string_view key) {
+    ws();
+    const char* at = p_;
+    bool integral = false, negative = false;
+    std::uint64_t v = 0;
+    const double d = number(integral, v, negative);
+    if (negative || !(d < 1.8e19)) {
+      p_ = at;
+      fail(fmt::format("\"{}\" must be a non-negative number", key));
+    }
+    return integral ? v : static_cast<std::uint64_t>(d);
+  }
+
+  template <class T>
+  void uint_array(std::vector<T>& out, const char* what, std::uint64_t max) {
+    out.clear();
+    expect('[');
+    if (peek(']')) {
+      ++p_;
+      return;
+    }
+    for (;;) {
+      out.push_back(static_cast<T>(uint(what, max)));
+      if (peek(',')) {
+        ++p_;
+        continue;
+      }
+      expect(']');
+      return;
+    }
+  }
+
+  void skip_value(int depth = 0) {
+    if (depth > 64) fail("nesting too deep");
+    ws();
+    if (p_ == end_) fail("expected a value");
+    switch (*p_) {
+      case '"': string(); return;
+      case '{':
+      case '[': {
+        const char close = *p_ == '{' ? '}' : ']';
+        const bool object = close == '}';
+        ++p_;
+        if (peek(close)) {
+          ++p_;
+          return;
+        }
+        for (;;) {
+          if (object) {
+            string();
+            expect(':');
+          }
+          skip_value(depth + 1);
+          if (peek(',')) {
+            ++p_;
+            continue;
+          }
+          expect(close);
+          return;
+        }
+      }
+      default: break;
+    }
+    for (const std::string_view word : {"true", "false", "null"}) {
+      if (static_cast<std::size_t>(end_ - p_) >= word.size() &&
+          std::string_view(p_, word.size()) == word) {
+        p_ += word.size();
+        return;
+      }
+    }
+    bool integral = false, negative = false;
+    std::uint64_t v = 0;
+    number(integral, v, negative);
+  }
+
+ private:
+  const char* begin_;
+  const char* p_;
+  const char* end_;
+  const std::string& source_;
+  std::size_t line_;
+};
 
 }  // namespace
 
@@ -46,59 +205,64 @@ trace parse_trace(std::istream& in, const std::string& source, std::size_t block
   std::vector<std::uint32_t> tokens;
   while (std::getline(in, text)) {
     ++line_no;
-    if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
-    json obj;
-    try {
-      obj = json::parse(text);
-    } catch (const json::parse_error& e) {
-      // nlohmann reports a 1-based byte position within the line.
-      throw parse_error(source, line_no, e.byte == 0 ? 1 : e.byte, "malformed JSON");
-    }
-    if (!obj.is_object()) throw parse_error(source, line_no, 1, "expected a JSON object");
+    line_reader rd(text, source, line_no);
+    if (rd.at_end()) continue;
     trace_request r;
-    r.timestamp_ms = get_uint(obj, "timestamp", source, line_no, true);
-    r.output_length = get_uint(obj, "output_length", source, line_no, false, 0);
-    if (const auto ids = obj.find("hash_ids"); ids != obj.end()) {
-      r.input_length = get_uint(obj, "input_length", source, line_no, true);
-      if (!ids->is_array()) throw parse_error(source, line_no, 1, "\"hash_ids\" must be an array");
-      r.hashes.reserve(ids->size());
-      for (const json& id : *ids) {
-        if (!id.is_number_integer() || (id.is_number_integer() && !id.is_number_unsigned() &&
-                                        id.get<std::int64_t>() < 0)) {
-          throw parse_error(source, line_no, 1,
-                            fmt::format("hash id {} is not a non-negative integer", id.dump()));
+    std::optional<std::uint64_t> timestamp, input_length;
+    bool have_ids = false, have_tokens = false;
+    rd.expect('{');
+    if (!rd.peek('}')) {
+      for (;;) {
+        const std::string_view key = rd.string();
+        rd.expect(':');
+        if (key == "timestamp") {
+          timestamp = rd.count(key);
+        } else if (key == "input_length") {
+          input_length = rd.count(key);
+        } else if (key == "output_length") {
+          r.output_length = rd.count(key);
+        } else if (key == "hash_ids") {
+          rd.uint_array(r.hashes, "a hash id", ~std::uint64_t{0});
+          have_ids = true;
+        } else if (key == "tokens") {
+          rd.uint_array(tokens, "a token id", 0xffffffffULL);
+          have_tokens = true;
+        } else {
+          rd.skip_value();
         }
-        r.hashes.push_back(id.get<std::uint64_t>());
+        if (rd.peek(',')) {
+          rd.expect(',');
+          continue;
+        }
+        break;
       }
+    }
+    rd.expect('}');
+    if (!rd.at_end()) rd.fail("trailing characters after the object");
+    auto fail = [&](const std::string& message) {
+      throw parse_error(source, line_no, 1, message);
+    };
+    if (!timestamp) fail("missing \"timestamp\"");
+    r.timestamp_ms = *timestamp;
+    if (have_ids) {
+      if (!input_length) fail("missing \"input_length\"");
+      r.input_length = *input_length;
       const std::size_t want = (r.input_length + block_size - 1) / block_size;
       if (r.hashes.size() != want) {
-        throw parse_error(source, line_no, 1,
-                          fmt::format("{} hash_ids for input_length {} but {} blocks of {} "
-                                      "tokens (Mooncake traces use --block-size 512)",
-                                      r.hashes.size(), r.input_length, want, block_size));
+        fail(fmt::format("{} hash_ids for input_length {} but that is {} blocks of {} tokens "
+                         "(Mooncake traces use --block-size 512)",
+                         r.hashes.size(), r.input_length, want, block_size));
       }
-    } else if (const auto tok = obj.find("tokens"); tok != obj.end()) {
-      if (!tok->is_array()) throw parse_error(source, line_no, 1, "\"tokens\" must be an array");
-      tokens.clear();
-      tokens.reserve(tok->size());
-      for (const json& v : *tok) {
-        if (!v.is_number_unsigned() || v.get<std::uint64_t>() > 0xffffffffULL) {
-          throw parse_error(source, line_no, 1,
-                            fmt::format("token {} is not a 32-bit unsigned id", v.dump()));
-        }
-        tokens.push_back(static_cast<std::uint32_t>(v.get<std::uint64_t>()));
-      }
-      r.input_length = get_uint(obj, "input_length", source, line_no, false, tokens.size());
+    } else if (have_tokens) {
+      r.input_length = input_length.value_or(tokens.size());
       if (r.input_length != tokens.size()) {
-        throw parse_error(source, line_no, 1,
-                          fmt::format("input_length {} but {} tokens", r.input_length,
-                                      tokens.size()));
+        fail(fmt::format("input_length {} but {} tokens", r.input_length, tokens.size()));
       }
       r.hashes = hash_blocks(tokens, block_size);
     } else {
-      throw parse_error(source, line_no, 1, "a request needs \"hash_ids\" or \"tokens\"");
+      fail("a request needs \"hash_ids\" or \"tokens\"");
     }
-    if (r.input_length == 0) throw parse_error(source, line_no, 1, "input_length is 0");
+    if (r.input_length == 0) fail("input_length is 0");
     t.requests.push_back(std::move(r));
   }
   if (in.bad()) throw keel::io_error(fmt::format("{}: read error", source));
