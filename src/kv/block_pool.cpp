@@ -96,14 +96,17 @@ std::optional<sequence> block_pool::allocate(std::span<const block_hash> hashes,
     if (b == k_no_block) continue;
     if (ref_[b]++ == 0) policy_->on_pin(b);
   }
+  // scratch_[j]: the fresh block for hashes[j], to be registered; k_no_block for reused ones.
+  scratch_.assign(hashes.size(), k_no_block);
   for (std::size_t j = 0; j < n; ++j) {
     if (seq.blocks[j] != k_no_block) continue;
     const block_id b = take_fresh_block();
     ref_[b] = 1;
     seq.blocks[j] = b;
+    if (j < hashes.size()) scratch_[j] = b;
     ++stats_.allocated_blocks;
   }
-  index_->insert(hashes, seq.blocks, m);
+  index_->insert(hashes, scratch_, m);
   for (std::size_t j = 0; j < hashes.size(); ++j) {
     const block_id b = seq.blocks[j];
     a.hash = hashes[j];
@@ -112,7 +115,7 @@ std::optional<sequence> block_pool::allocate(std::span<const block_hash> hashes,
     if (cached_[b]) {
       a.hit = j < m;
       policy_->on_access(b, a);
-    } else if (index_->contains(b, hashes[j])) {
+    } else if (scratch_[j] != k_no_block) {
       cached_[b] = 1;
       hash_[b] = hashes[j];
       a.hit = false;
@@ -183,8 +186,7 @@ void block_pool::cache_blocks(const sequence& seq, std::span<const block_hash> h
         "block_pool::cache_blocks: {} hashes but the sequence has {} full blocks", hashes.size(),
         seq.num_tokens / options_.block_size));
   }
-  // Blocks already cached under their hash are skipped by the index; a block cached under a
-  // different hash cannot be re-registered.
+  // Blocks already cached are left alone; the index drops hashes cached by another block.
   scratch_.assign(hashes.size(), k_no_block);
   for (std::size_t j = 0; j < hashes.size(); ++j) {
     if (!cached_[seq.blocks[j]]) scratch_[j] = seq.blocks[j];
@@ -195,7 +197,7 @@ void block_pool::cache_blocks(const sequence& seq, std::span<const block_hash> h
   a.request_blocks = static_cast<std::uint32_t>(seq.blocks.size());
   for (std::size_t j = 0; j < hashes.size(); ++j) {
     const block_id b = scratch_[j];
-    if (b == k_no_block || !index_->contains(b, hashes[j])) continue;
+    if (b == k_no_block) continue;
     cached_[b] = 1;
     hash_[b] = hashes[j];
     a.hash = hashes[j];

@@ -27,8 +27,7 @@ class hash_index final : public prefix_index {
   explicit hash_index(std::size_t num_blocks) {
     // Load factor <= 1/2: every block may be cached at once.
     const std::size_t slots = std::bit_ceil(std::max<std::size_t>(16, 2 * num_blocks));
-    keys_.assign(slots, 0);
-    values_.assign(slots, k_no_block);
+    slots_.assign(slots, slot{});
     mask_ = slots - 1;
   }
 
@@ -37,8 +36,8 @@ class hash_index final : public prefix_index {
 
   std::size_t find(block_hash key) const {
     std::size_t i = mix(key) & mask_;
-    while (values_[i] != k_no_block) {
-      if (keys_[i] == key) return i;
+    while (slots_[i].value != k_no_block) {
+      if (slots_[i].key == key) return i;
       i = (i + 1) & mask_;
     }
     return i;  // an empty slot
@@ -47,7 +46,7 @@ class hash_index final : public prefix_index {
   std::size_t do_resolve(std::span<const block_hash> keys, std::span<block_id> out) const override {
     std::size_t run = keys.size();
     for (std::size_t j = 0; j < keys.size(); ++j) {
-      out[j] = values_[find(keys[j])];
+      out[j] = slots_[find(keys[j])].value;
       if (out[j] == k_no_block && run == keys.size()) run = j;
     }
     return run;
@@ -55,51 +54,55 @@ class hash_index final : public prefix_index {
 
   std::size_t do_match(std::span<const block_hash> keys) const override {
     for (std::size_t j = 0; j < keys.size(); ++j) {
-      if (values_[find(keys[j])] == k_no_block) return j;
+      if (slots_[find(keys[j])].value == k_no_block) return j;
     }
     return keys.size();
   }
 
-  void do_insert(std::span<const block_hash> keys, std::span<const block_id> blocks,
+  void do_insert(std::span<const block_hash> keys, std::span<block_id> blocks,
                  std::size_t from) override {
     for (std::size_t j = from; j < keys.size(); ++j) {
       if (blocks[j] == k_no_block) continue;
-      const std::size_t i = find(keys[j]);
-      if (values_[i] != k_no_block) continue;
-      keys_[i] = keys[j];
-      values_[i] = blocks[j];
+      slot& s = slots_[find(keys[j])];
+      if (s.value != k_no_block) {
+        blocks[j] = k_no_block;  // already cached by another block
+        continue;
+      }
+      s = {keys[j], blocks[j]};
       ++size_;
     }
   }
 
   void do_erase(block_id, block_hash key) override {
     std::size_t i = find(key);
-    if (values_[i] == k_no_block) return;
+    if (slots_[i].value == k_no_block) return;
     --size_;
     // Backward-shift deletion keeps every probe sequence unbroken without tombstones.
     std::size_t j = i;
     for (;;) {
       j = (j + 1) & mask_;
-      if (values_[j] == k_no_block) break;
-      const std::size_t home = mix(keys_[j]) & mask_;
+      if (slots_[j].value == k_no_block) break;
+      const std::size_t home = mix(slots_[j].key) & mask_;
       // Move j into the hole at i unless its home lies cyclically in (i, j].
       if (((j - home) & mask_) >= ((j - i) & mask_)) {
-        keys_[i] = keys_[j];
-        values_[i] = values_[j];
+        slots_[i] = slots_[j];
         i = j;
       }
     }
-    values_[i] = k_no_block;
+    slots_[i].value = k_no_block;
   }
 
   std::size_t do_size() const noexcept override { return size_; }
 
   bool do_contains(block_id b, block_hash key) const override {
-    return values_[find(key)] == b;
+    return slots_[find(key)].value == b;
   }
 
-  std::vector<block_hash> keys_;
-  std::vector<block_id> values_;
+  struct slot {
+    block_hash key = 0;
+    block_id value = k_no_block;
+  };
+  std::vector<slot> slots_;
   std::size_t mask_ = 0;
   std::size_t size_ = 0;
 };

@@ -107,9 +107,13 @@ class radix_index final : public prefix_index {
     n.children.emplace(t.keys.front(), tail);
   }
 
-  void do_insert(std::span<const block_hash> keys, std::span<const block_id> blocks,
+  void do_insert(std::span<const block_hash> keys, std::span<block_id> blocks,
                  std::size_t from) override {
     auto wanted = [&](std::size_t j) { return j >= from ? blocks[j] : k_no_block; };
+    // Slots already holding a block are reported back as k_no_block.
+    auto taken = [&](std::size_t j) {
+      if (j >= from) blocks[j] = k_no_block;
+    };
     std::size_t pos = 0;
     std::uint32_t cur = 0;
     while (pos < keys.size()) {
@@ -133,6 +137,8 @@ class radix_index final : public prefix_index {
              nodes_[child].keys[k] == keys[pos]) {
         if (nodes_[child].blocks[k] == k_no_block) {
           if (const block_id b = wanted(pos); b != k_no_block) fill(child, k, b);
+        } else {
+          taken(pos);
         }
         ++k;
         ++pos;

@@ -26,12 +26,16 @@ class EveryIndex : public ::testing::TestWithParam<std::string> {};
 TEST_P(EveryIndex, LongestPrefixAfterInsertSplitAndErase) {
   auto idx = make_index(GetParam(), 16);
   const auto a = chain({1, 2, 3, 4});
-  idx->insert(a, std::vector<block_id>{0, 1, 2, 3}, 0);
+  std::vector<block_id> fresh{0, 1, 2, 3};
+  idx->insert(a, fresh, 0);
+  EXPECT_EQ(fresh, (std::vector<block_id>{0, 1, 2, 3}));  // all registered
   const auto b = chain({1, 2, 7});  // diverges inside a's run: the radix tree splits
   std::size_t run = 0;
   EXPECT_EQ(resolve(*idx, b, &run), (std::vector<block_id>{0, 1, k_no_block}));
   EXPECT_EQ(run, 2u);
-  idx->insert(b, std::vector<block_id>{0, 1, 4}, 2);
+  fresh = {0, 1, 4};
+  idx->insert(b, fresh, 2);
+  EXPECT_EQ(fresh, (std::vector<block_id>{0, 1, 4}));  // entries before `from` untouched
   EXPECT_EQ(idx->size(), 5u);
   EXPECT_EQ(resolve(*idx, a), (std::vector<block_id>{0, 1, 2, 3}));
   EXPECT_EQ(resolve(*idx, b), (std::vector<block_id>{0, 1, 4}));
@@ -41,7 +45,10 @@ TEST_P(EveryIndex, LongestPrefixAfterInsertSplitAndErase) {
   EXPECT_EQ(resolve(*idx, a, &run), (std::vector<block_id>{0, k_no_block, 2, 3}));
   EXPECT_EQ(run, 1u);
   // Re-inserting the same content fills the hole.
-  idx->insert(a, std::vector<block_id>{0, 9, 2, 3}, 1);
+  // Blocks 2 and 3 are cached under a[2], a[3] already: reported back as not registered.
+  fresh = {0, 9, 2, 3};
+  idx->insert(a, fresh, 1);
+  EXPECT_EQ(fresh, (std::vector<block_id>{0, 9, k_no_block, k_no_block}));
   EXPECT_EQ(resolve(*idx, a, &run), (std::vector<block_id>{0, 9, 2, 3}));
   EXPECT_EQ(run, 4u);
   EXPECT_TRUE(idx->contains(9, a[1]));
@@ -78,8 +85,16 @@ TEST(PrefixIndex, HashAndRadixAgreeOnRandomWorkloads) {
         free_ids.pop_back();
         cached[blocks[j]] = keys[j];
       }
-      h->insert(keys, blocks, from);
-      r->insert(keys, blocks, from);
+      // Both indexes must register the same entries and report the same ones as taken.
+      std::vector<block_id> into_h = blocks, into_r = blocks;
+      h->insert(keys, into_h, from);
+      r->insert(keys, into_r, from);
+      ASSERT_EQ(into_h, into_r) << "step " << step;
+      for (std::size_t j = from; j < blocks.size(); ++j) {
+        if (blocks[j] != k_no_block && from_h[j] != k_no_block) {
+          EXPECT_EQ(into_h[j], k_no_block) << "already cached key " << j << " re-registered";
+        }
+      }
     } else if (!cached.empty()) {
       auto it = cached.begin();
       std::advance(it, static_cast<long>(rng() % cached.size()));

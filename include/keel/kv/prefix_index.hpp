@@ -38,10 +38,11 @@ class prefix_index {
   // Leading run only, without the per-block answer: the cheap query of a lookup.
   std::size_t match_length(std::span<const block_hash> keys) const { return do_match(keys); }
 
-  // Registers blocks[j] for keys[j] for every j >= from with blocks[j] != k_no_block and no
-  // block cached for keys[j] yet. Precondition: blocks.size() >= keys.size().
-  void insert(std::span<const block_hash> keys, std::span<const block_id> blocks,
-              std::size_t from) {
+  // Registers blocks[j] for keys[j] for every j >= from with blocks[j] != k_no_block. Where
+  // keys[j] is cached already, blocks[j] is set to k_no_block instead, so on return the
+  // entries that are not k_no_block are exactly the blocks registered now.
+  // Precondition: blocks.size() >= keys.size().
+  void insert(std::span<const block_hash> keys, std::span<block_id> blocks, std::size_t from) {
     do_insert(keys, blocks, from);
   }
   // Forgets block b, cached under `key`. Precondition: b is in the index under key.
@@ -56,7 +57,7 @@ class prefix_index {
   virtual std::size_t do_resolve(std::span<const block_hash> keys,
                                  std::span<block_id> out) const = 0;
   virtual std::size_t do_match(std::span<const block_hash> keys) const = 0;
-  virtual void do_insert(std::span<const block_hash> keys, std::span<const block_id> blocks,
+  virtual void do_insert(std::span<const block_hash> keys, std::span<block_id> blocks,
                          std::size_t from) = 0;
   virtual void do_erase(block_id b, block_hash key) = 0;
   virtual std::size_t do_size() const noexcept = 0;
