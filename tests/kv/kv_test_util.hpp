@@ -15,6 +15,14 @@ inline std::string mooncake_trace() {
   return std::string(KEEL_SOURCE_DIR) + "/examples/kv/mooncake-synthetic.jsonl";
 }
 
+// The original Mooncake trace in the shared data folder next to the checkout, or "" when that
+// folder is absent (tests that need it skip).
+inline std::string shared_mooncake_trace() {
+  const std::filesystem::path p =
+      std::filesystem::path(KEEL_SHARED_DIR) / "traces" / "kvcache" / "mooncake-synthetic.jsonl";
+  return std::filesystem::is_regular_file(p) ? p.string() : std::string();
+}
+
 // Chained "hashes" for tests: block j of a path through a tree of prefixes. Distinct paths get
 // distinct ids because the id encodes the whole path (like a real chained hash).
 inline std::vector<block_hash> chain(const std::vector<std::uint32_t>& path) {

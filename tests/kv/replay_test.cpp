@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include "keel/core/error.hpp"
@@ -93,6 +95,28 @@ TEST(MooncakeReplay, HitRateGrowsWithCapacity) {
   EXPECT_NE(svg.find("a &lt;title&gt;"), std::string::npos);
   EXPECT_EQ(std::count(svg.begin(), svg.end(), '\n') > 10, true);
   EXPECT_NE(svg.find("</svg>"), std::string::npos);
+}
+
+// The targets hold on the shared original too, and examples/kv bundles it unchanged.
+TEST(MooncakeReplay, SharedOriginalMatchesTheBundledCopyAndTheTargets) {
+  const std::string shared = test::shared_mooncake_trace();
+  if (shared.empty()) {
+    GTEST_SKIP() << "shared trace folder absent (" << KEEL_SHARED_DIR
+                 << "/traces/kvcache): nothing to compare the bundled copy with";
+  }
+  auto bytes = [](const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  EXPECT_EQ(bytes(shared), bytes(test::mooncake_trace()));
+  const trace t = load_trace(shared, 512);
+  ASSERT_EQ(t.requests.size(), 3993u);
+  replay_options o;
+  EXPECT_NEAR(replay(t, o).hit_rate_tokens, 0.651, 0.005);
+  o.capacity_blocks = k_3m;
+  EXPECT_NEAR(replay(t, o).hit_rate_tokens, 0.316, 0.005);
+  o.capacity_blocks = k_10m;
+  EXPECT_NEAR(replay(t, o).hit_rate_tokens, 0.582, 0.005);
 }
 
 TEST(Replay, TokenTraceReusesItsOwnPrefixes) {
