@@ -34,10 +34,13 @@ class hash_index final : public prefix_index {
  private:
   std::string_view do_name() const noexcept override { return "hash"; }
 
-  std::size_t find(block_hash key) const {
-    std::size_t i = mix(key) & mask_;
+  // Slots hold mixed keys: mix is a bijection, so equal mixed keys mean equal keys, and a
+  // slot's home is its stored key & mask_ without mixing again (backward-shift deletion).
+  std::size_t find(block_hash key) const { return find_mixed(mix(key)); }
+  std::size_t find_mixed(std::uint64_t m) const {
+    std::size_t i = m & mask_;
     while (slots_[i].value != k_no_block) {
-      if (slots_[i].key == key) return i;
+      if (slots_[i].key == m) return i;
       i = (i + 1) & mask_;
     }
     return i;  // an empty slot
@@ -63,12 +66,13 @@ class hash_index final : public prefix_index {
                  std::size_t from) override {
     for (std::size_t j = from; j < keys.size(); ++j) {
       if (blocks[j] == k_no_block) continue;
-      slot& s = slots_[find(keys[j])];
+      const std::uint64_t m = mix(keys[j]);
+      slot& s = slots_[find_mixed(m)];
       if (s.value != k_no_block) {
         blocks[j] = k_no_block;  // already cached by another block
         continue;
       }
-      s = {keys[j], blocks[j]};
+      s = {m, blocks[j]};
       ++size_;
     }
   }
@@ -82,7 +86,7 @@ class hash_index final : public prefix_index {
     for (;;) {
       j = (j + 1) & mask_;
       if (slots_[j].value == k_no_block) break;
-      const std::size_t home = mix(slots_[j].key) & mask_;
+      const std::size_t home = slots_[j].key & mask_;
       // Move j into the hole at i unless its home lies cyclically in (i, j].
       if (((j - home) & mask_) >= ((j - i) & mask_)) {
         slots_[i] = slots_[j];
@@ -99,7 +103,7 @@ class hash_index final : public prefix_index {
   }
 
   struct slot {
-    block_hash key = 0;
+    std::uint64_t key = 0;  // mix(block hash)
     block_id value = k_no_block;
   };
   std::vector<slot> slots_;
