@@ -1,0 +1,43 @@
+// Request traces for replaying a KV cache: Mooncake's JSONL format, or raw token ids.
+//
+// One JSON object per line (blank lines are skipped):
+//   {"timestamp": 27482, "input_length": 6955, "output_length": 52, "hash_ids": [46, 47, ...]}
+// timestamp is in milliseconds; hash_ids are Mooncake's remapped chained block hashes, one per
+// block of block_size tokens including a partial last block, so len(hash_ids) must equal
+// ceil(input_length / block_size) (Mooncake's traces use 512). Instead of hash_ids a line may
+// carry "tokens": [token ids]; keel then hashes the full blocks itself (chained XXH3, see
+// block_hash.hpp) and input_length defaults to the number of tokens. output_length defaults
+// to 0. Requests are returned in timestamp order (stable for equal timestamps).
+// Loading is a pure function of the file; the result is an immutable value.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <istream>
+#include <string>
+#include <vector>
+
+#include "keel/kv/types.hpp"
+
+namespace keel::kv {
+
+struct trace_request {
+  std::uint64_t timestamp_ms = 0;
+  std::uint64_t input_length = 0;
+  std::uint64_t output_length = 0;
+  std::vector<block_hash> hashes;  // chained hashes of the request's cacheable blocks
+};
+
+struct trace {
+  std::string source;
+  std::size_t block_size = 0;
+  std::vector<trace_request> requests;
+};
+
+// Throws keel::io_error when the file cannot be read and keel::parse_error
+// ("file:line:column: message") for malformed JSON, missing or mistyped fields, or hash_ids
+// whose length does not match input_length and block_size.
+trace load_trace(const std::string& path, std::size_t block_size);
+trace parse_trace(std::istream& in, const std::string& source, std::size_t block_size);
+
+}  // namespace keel::kv
