@@ -9,6 +9,9 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 
 namespace keel::perf {
 namespace {
@@ -298,6 +301,23 @@ support_answer gpu_database::cuda_support(const gpu_spec& gpu, version v) const 
 }
 support_answer gpu_database::cudnn_support(const gpu_spec& gpu, version v) const {
   return answer(cudnn_, "cuDNN", gpu, v);
+}
+
+gpu_spec resolve_device(std::string_view name_or_file) {
+  const std::filesystem::path path{std::string(name_or_file)};
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(path, ec)) {
+    std::ifstream in(path);
+    if (!in) throw io_error("cannot read " + path.string());
+    std::stringstream text;
+    text << in.rdbuf();
+    const gpu_database db = gpu_database::load(text.str(), path.string());
+    if (db.gpus().size() != 1) {
+      throw invalid_argument(path.string() + ": a device file holds exactly one device");
+    }
+    return db.gpus().front();
+  }
+  return gpu_database::builtin().at(name_or_file);
 }
 
 }  // namespace keel::perf

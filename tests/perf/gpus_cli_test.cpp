@@ -59,3 +59,45 @@ TEST(GpusCli, BadInputIsOneLineExitTwo) {
 
 }  // namespace
 }  // namespace keel::test
+
+namespace keel::test {
+namespace {
+
+TEST(PerfCli, OpGemmJson) {
+  const json r = run_json({"perf", "op", "gemm", "8192", "8192", "8192", "--dtype", "bf16", "--gpu",
+                           "h100-sxm", "--json"});
+  EXPECT_EQ(r.at("bound"), "compute");
+  EXPECT_EQ(r.at("peak_key"), "bf16_tensor");
+  EXPECT_NEAR(r.at("predicted_ms").get<double>(), 2.0 * 8192 * 8192 * 8192 / 989.5e12 * 1e3, 1e-9);
+}
+
+TEST(PerfCli, ExplainSpmvSaysMemoryBound) {
+  const process_result r = run_keel({"perf", "explain", "spmv", "--gpu", "titan-v", "--vs",
+                                     "rtx-2080-ti", "--dtype", "fp64"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("Both are memory-bound"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("printf"), std::string::npos);
+  const json j = run_json({"perf", "explain", "spmv", "--gpu", "titan-v", "--vs", "rtx-2080-ti",
+                           "--dtype", "fp64", "--json"});
+  // Bandwidths 652.8 vs 616 GB/s decide it, not the 16x FP64 gap.
+  EXPECT_NEAR(j.at("time_ratio").get<double>(), 0.944, 0.01);
+}
+
+TEST(PerfCli, OpShapesValidate) {
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"perf", "op", "gemm", "0", "1", "1"},
+           {"perf", "op", "conv2d", "--input", "1x3x224", "--out-channels", "64"},
+           {"perf", "op", "spmv", "--rows", "10", "--nnz", "5", "--dtype", "fp7"}}) {
+    const process_result r = run_keel(args);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_EQ(count_lines(r.err), 1) << r.err;
+  }
+  EXPECT_EQ(run_keel({"perf", "op", "conv2d", "--input", "1x64x56x56", "--out-channels", "64",
+                      "--padding", "1"}).exit_code, 0);
+  EXPECT_EQ(run_keel({"perf", "op", "attention", "--heads", "32", "--seq", "4096", "--flash",
+                      "--dtype", "bf16"}).exit_code, 0);
+  EXPECT_EQ(run_keel({"perf", "op", "elementwise", "--elements", "1e8"}).exit_code, 0);
+}
+
+}  // namespace
+}  // namespace keel::test

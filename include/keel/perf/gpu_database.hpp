@@ -128,4 +128,10 @@ class gpu_database {
   std::string conventions_;
 };
 
+// The device a prediction runs on: a database name ("h100-sxm"), or, when `name_or_file`
+// names an existing file, the single device of a JSON document in the database schema (what
+// `keel perf calibrate --out FILE` writes for this machine's CPU). Throws
+// keel::invalid_argument for an unknown name, keel::io_error for an unreadable file.
+gpu_spec resolve_device(std::string_view name_or_file);
+
 }  // namespace keel::perf
