@@ -101,3 +101,25 @@ TEST(PerfCli, OpShapesValidate) {
 
 }  // namespace
 }  // namespace keel::test
+
+namespace keel::test {
+namespace {
+
+TEST(PerfCli, LlmJsonContractAndSvg) {
+  const std::string svg = std::string(KEEL_BINARY_DIR) + "/perf_llm_test.svg";
+  const json r = run_json({"perf", "llm", "--config", "llama-2-7b", "--batch", "1", "--seq", "128",
+                           "--phase", "prefill", "--gpu", "h100-sxm", "--svg", svg, "--json"});
+  for (const char* key : {"params", "total_flops", "total_bytes", "predicted_ms", "layers"}) {
+    EXPECT_TRUE(r.contains(key)) << key;
+  }
+  EXPECT_EQ(r.at("params").get<double>(), 6738415616.0);
+  EXPECT_NEAR(r.at("total_flops").get<double>() / 1700.06e9, 1.0, 0.005);
+  EXPECT_FALSE(r.at("layers").empty());
+  const process_result d = run_keel({"perf", "llm", "--config", "mixtral-8x7b", "--phase", "decode",
+                                     "--kv-dtype", "fp8", "--flash", "--gpu", "rtx-4090"});
+  EXPECT_EQ(d.exit_code, 0) << d.err;
+  EXPECT_NE(d.out.find("active per token"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace keel::test

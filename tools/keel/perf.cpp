@@ -3,11 +3,14 @@
 
 #include "keel/core/error.hpp"
 #include "keel/perf/gpu_database.hpp"
+#include "keel/perf/llm.hpp"
+#include "keel/perf/svg.hpp"
 #include "keel/perf/ops.hpp"
 #include "keel/perf/roofline.hpp"
 
 #include <fmt/format.h>
 
+#include <fstream>
 #include <memory>
 #include <sstream>
 
@@ -322,6 +325,102 @@ void add_explain(CLI::App* group) {
   }
 }
 
+void write_text_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path);
+  if (!out || !(out << text)) throw io_error("cannot write " + path);
+}
+
+std::string with_commas(double v) {
+  std::string digits = fmt::format("{:.0f}", v);
+  for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3) digits.insert(static_cast<std::size_t>(i), ",");
+  return digits;
+}
+
+struct llm_request {
+  std::string config;
+  double batch = 1, seq = 128;
+  std::string phase = "prefill";
+  std::string gpu = "h100-sxm";
+  std::string dtype_name = "bf16";
+  std::string kv_dtype;
+  bool flash = false, no_tensor = false, json_out = false;
+  std::string svg;
+};
+
+void add_llm(CLI::App* group) {
+  auto r = std::make_shared<llm_request>();
+  std::string names;
+  for (const std::string& n : bundled_llm_configs()) names += (names.empty() ? "" : ", ") + n;
+  auto* cmd = group->add_subcommand("llm", "Per-layer FLOPs, bytes, bound and time of a decoder LLM");
+  cmd->add_option("--config", r->config, "Bundled config (" + names + ") or a config.json path")->required();
+  cmd->add_option("--batch", r->batch, "Sequences (default 1)");
+  cmd->add_option("--seq", r->seq, "Prompt length (prefill) or cached tokens (decode); default 128");
+  cmd->add_option("--phase", r->phase, "prefill | decode (default prefill)")
+      ->check(CLI::IsMember({"prefill", "decode"}));
+  cmd->add_option("--gpu", r->gpu, "GPU name or device file (default h100-sxm)");
+  cmd->add_option("--dtype", r->dtype_name, "Weights and activations (default bf16)");
+  cmd->add_option("--kv-dtype", r->kv_dtype, "KV-cache storage type (default: --dtype)");
+  cmd->add_flag("--flash", r->flash, "Fused attention: scores stay on chip");
+  cmd->add_flag("--no-tensor", r->no_tensor, "Use CUDA-core rates, not tensor cores");
+  cmd->add_option("--svg", r->svg, "Write a roofline chart of the ops to this SVG file");
+  add_json_flag(cmd, r->json_out);
+  cmd->callback([r] {
+    const llm_config config = load_llm_config(r->config);
+    llm_options o;
+    o.batch = r->batch;
+    o.seq = r->seq;
+    o.phase = r->phase == "decode" ? llm_phase::decode : llm_phase::prefill;
+    o.weights = parse_dtype(r->dtype_name);
+    if (!r->kv_dtype.empty()) o.kv = parse_dtype(r->kv_dtype);
+    o.flash = r->flash;
+    o.tensor = !r->no_tensor;
+    const gpu_spec device = resolve_device(r->gpu);
+    const llm_report rep = analyze_llm(config, o, device);
+    if (!r->svg.empty()) {
+      std::vector<svg_point> points;
+      for (const llm_op& op : rep.ops) {
+        if (op.cost.flops > 0) points.push_back({op.name, op.point.intensity, op.cost.flops / op.point.seconds});
+      }
+      const peak_rate peak = device.peak(o.weights, o.tensor);
+      write_text_file(r->svg, roofline_svg(fmt::format("{} {} b{} s{} {} on {}", config.name, r->phase,
+                                                       r->batch, r->seq, r->dtype_name, device.name),
+                                           peak.tflops * 1e12, device.bandwidth_bytes_per_s(), points));
+    }
+    if (r->json_out) {
+      json layers = json::array();
+      for (const llm_op& op : rep.ops) {
+        layers.push_back({{"name", op.name}, {"count", op.count}, {"flops", op.cost.flops},
+                          {"bytes", op.cost.bytes}, {"intensity", op.point.intensity},
+                          {"bound", std::string(name_of(op.point.limit))}, {"peak_key", op.peak_key},
+                          {"time_ms", op.point.seconds * 1e3}});
+      }
+      print_json({{"model", config.name}, {"phase", r->phase}, {"batch", r->batch}, {"seq", r->seq},
+                  {"dtype", r->dtype_name}, {"kv_dtype", std::string(name_of(o.kv.value_or(o.weights)))},
+                  {"gpu", device.name}, {"params", rep.params.total}, {"params_active", rep.params.active},
+                  {"params_embedding", rep.params.embedding}, {"total_flops", rep.total_flops},
+                  {"matmul_flops", rep.matmul_flops}, {"total_bytes", rep.total_bytes},
+                  {"predicted_ms", rep.seconds * 1e3}, {"kv_cache_bytes_per_token", rep.kv_bytes_per_token},
+                  {"layers", layers}, {"source", device.source_text()}});
+      return;
+    }
+    fmt::print("{} {}, batch {}, seq {}, {} (KV {}) on {}\n", config.name, r->phase, r->batch, r->seq,
+               r->dtype_name, name_of(o.kv.value_or(o.weights)), device.name);
+    fmt::print("parameters {} (active per token {}, embedding {})\n", with_commas(rep.params.total),
+               with_commas(rep.params.active), with_commas(rep.params.embedding));
+    fmt::print("KV cache {} bytes per token\n\n", with_commas(rep.kv_bytes_per_token));
+    fmt::print("{:<20} {:>5} {:>12} {:>12} {:>10} {:>8} {:>12}\n", "op (one instance)", "x", "FLOPs", "bytes",
+               "FLOP/B", "bound", "time us");
+    for (const llm_op& op : rep.ops) {
+      fmt::print("{:<20} {:>5} {:>12} {:>12} {:>10.3g} {:>8} {:>12.4g}\n", op.name, op.count,
+                 human(op.cost.flops, "FLOP"), human(op.cost.bytes, "B"), op.point.intensity,
+                 name_of(op.point.limit), op.point.seconds * 1e6);
+    }
+    fmt::print("\ntotal {} ({} in matmuls), {} moved, predicted {:.4g} ms\n", human(rep.total_flops, "FLOP"),
+               human(rep.matmul_flops, "FLOP"), human(rep.total_bytes, "B"), rep.seconds * 1e3);
+    if (!r->svg.empty()) fmt::print("roofline chart written to {}\n", r->svg);
+  });
+}
+
 }  // namespace
 
 void add_perf_commands(CLI::App& root) {
@@ -329,6 +428,7 @@ void add_perf_commands(CLI::App& root) {
   group->require_subcommand(1);
   add_op(group);
   add_explain(group);
+  add_llm(group);
 }
 
 }  // namespace keel::cli
