@@ -70,6 +70,13 @@ std::optional<double> gpu_spec::rate(std::string_view key) const {
   return std::nullopt;
 }
 
+double gpu_spec::bandwidth_for(double bytes) const {
+  for (const memory_level& level : cache_levels) {
+    if (bytes <= level.bytes) return level.bandwidth_gbs * 1e9;
+  }
+  return bandwidth_bytes_per_s();
+}
+
 double gpu_spec::memory_bytes() const { return memory_gb * 1024.0 * 1024.0 * 1024.0; }
 
 std::string gpu_spec::source_text() const { return join_sources(sources); }
@@ -213,6 +220,16 @@ gpu_database gpu_database::load(std::string_view json_text, const std::string& o
       s.tdp_w = opt("tdp_w");
       s.price_usd = opt("price_usd");
       s.note = g.value("note", "");
+      if (g.contains("ceilings_tflops")) {
+        for (const auto& [k, v] : g["ceilings_tflops"].items()) s.ceilings_tflops[k] = v.get<double>();
+      }
+      s.overhead_us = g.value("overhead_us", 0.0);
+      if (g.contains("cache_levels")) {
+        for (const json& level : g["cache_levels"]) {
+          s.cache_levels.push_back({level.at("name").get<std::string>(), level.at("bytes").get<double>(),
+                                    level.at("bandwidth_gbs").get<double>()});
+        }
+      }
       s.sources = resolve(g.at("source"), "GPU " + s.name);
       if (!s.tflops.contains("fp32") && !s.tflops.contains("fp16_tensor")) {
         throw invalid_argument(fmt::format("{}: GPU {} has neither fp32 nor fp16_tensor rate", origin, s.name));

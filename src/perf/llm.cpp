@@ -216,7 +216,7 @@ llm_report analyze_llm(const llm_config& c, const llm_options& o, const gpu_spec
   for (llm_op& op : r.ops) {
     const peak_rate& p = op.matmul ? matmul_peak : vector_peak;
     op.peak_key = p.key;
-    op.point = evaluate(op.cost, p.tflops * 1e12, device.bandwidth_bytes_per_s());
+    op.point = evaluate(op.cost, p.tflops * 1e12, device.bandwidth_for(op.cost.bytes));
     r.total_flops += op.count * op.cost.flops;
     if (op.matmul) r.matmul_flops += op.count * op.cost.flops;
     r.total_bytes += op.count * op.cost.bytes;

@@ -2,13 +2,19 @@
 #include "cli.hpp"
 
 #include "keel/core/error.hpp"
+#include "keel/perf/calibrate.hpp"
 #include "keel/perf/gpu_database.hpp"
+#include "keel/perf/onnx_model.hpp"
 #include "keel/perf/llm.hpp"
 #include "keel/perf/svg.hpp"
 #include "keel/perf/ops.hpp"
 #include "keel/perf/roofline.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
 
 #include <fstream>
 #include <memory>
@@ -124,7 +130,7 @@ struct op_result {
 op_result run_op(const op_request& r, const std::string& gpu_name) {
   op_result res{cost_of(r), resolve_device(gpu_name), {}, {}};
   res.peak = res.gpu.peak(parse_dtype(r.dtype_name), !r.no_tensor);
-  res.point = evaluate(res.op.cost, res.peak.tflops * 1e12, res.gpu.bandwidth_bytes_per_s());
+  res.point = evaluate(res.op.cost, res.peak.tflops * 1e12, res.gpu.bandwidth_for(res.op.cost.bytes));
   return res;
 }
 
@@ -421,6 +427,139 @@ void add_llm(CLI::App* group) {
   });
 }
 
+json finite_or_null(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+
+void add_model(CLI::App* group) {
+  struct request {
+    std::string path, gpu = "h100-sxm", svg;
+    std::vector<std::string> dims;
+    bool no_tensor = false, json_out = false, all_nodes = false;
+    int top = 10;
+  };
+  auto r = std::make_shared<request>();
+  auto* cmd = group->add_subcommand("model", "Per-node FLOPs, MACs, bytes and roofline time of an ONNX graph");
+  cmd->add_option("file", r->path, "ONNX model file")->required();
+  cmd->add_option("--gpu", r->gpu, "GPU name or device file (default h100-sxm)");
+  cmd->add_option("--dim", r->dims, "Value of a symbolic dimension, NAME=VALUE (repeatable; default 1)");
+  cmd->add_flag("--no-tensor", r->no_tensor, "Use CUDA-core rates, not tensor cores");
+  cmd->add_flag("--nodes", r->all_nodes, "Print every node, not only the slowest");
+  cmd->add_option("--top", r->top, "Slowest nodes to print (default 10)");
+  cmd->add_option("--svg", r->svg, "Write a roofline chart of the nodes to this SVG file");
+  add_json_flag(cmd, r->json_out);
+  cmd->callback([r] {
+    require_readable_file(r->path);
+    onnx_options o;
+    o.tensor = !r->no_tensor;
+    for (const std::string& d : r->dims) {
+      const auto eq = d.find('=');
+      try {
+        if (eq == std::string::npos) throw std::invalid_argument(d);
+        o.dim_values[d.substr(0, eq)] = std::stoll(d.substr(eq + 1));
+      } catch (const std::exception&) {
+        throw invalid_argument("bad --dim '" + d + "' (expected NAME=VALUE)");
+      }
+    }
+    const gpu_spec device = resolve_device(r->gpu);
+    const onnx_report rep = analyze_onnx(r->path, device, o);
+    if (!r->svg.empty()) {
+      std::vector<svg_point> points;
+      for (const onnx_node_cost& n : rep.nodes) {
+        if (n.cost.flops > 0 && n.seconds > 0) points.push_back({n.name, n.point.intensity, n.cost.flops / n.seconds});
+      }
+      std::sort(points.begin(), points.end(), [](const svg_point& a, const svg_point& b) { return a.flops > b.flops; });
+      if (points.size() > 24) points.resize(24);
+      const peak_rate peak = device.peak(dtype::fp32, o.tensor);
+      write_text_file(r->svg, roofline_svg(r->path + " on " + device.name, peak.tflops * 1e12,
+                                           device.bandwidth_bytes_per_s(), points));
+    }
+    if (r->json_out) {
+      json nodes = json::array();
+      for (const onnx_node_cost& n : rep.nodes) {
+        nodes.push_back({{"name", n.name}, {"op_type", n.op_type}, {"kind", n.kind}, {"macs", n.macs},
+                         {"flops", n.cost.flops}, {"bytes", n.cost.bytes},
+                         {"intensity", finite_or_null(n.point.intensity)},
+                         {"bound", std::string(name_of(n.point.limit))}, {"rate", n.peak_key},
+                         {"time_ms", n.seconds * 1e3},
+                         {"dtype", std::string(name_of(n.type))}, {"output_shape", n.output_shape}});
+      }
+      print_json({{"model", rep.path}, {"producer", rep.producer}, {"opset", rep.opset}, {"gpu", device.name},
+                  {"macs", rep.macs}, {"flops", rep.flops}, {"bytes", rep.bytes}, {"params", rep.params},
+                  {"predicted_ms", rep.seconds * 1e3}, {"roofline_ms", rep.roofline_seconds * 1e3},
+                  {"unknown_ops", rep.unknown_ops}, {"nodes", nodes},
+                  {"source", device.source_text()}});
+      return;
+    }
+    fmt::print("{} ({}, opset {}) on {}\n", rep.path, rep.producer, rep.opset, device.name);
+    fmt::print("{} nodes, {} parameters\n", rep.nodes.size(), with_commas(rep.params));
+    fmt::print("MACs {:.4g} G, FLOPs {:.4g} G, bytes {}, predicted {:.4g} ms (hardware roofline {:.4g} ms)\n",
+               rep.macs / 1e9, rep.flops / 1e9, human(rep.bytes, "B"), rep.seconds * 1e3,
+               rep.roofline_seconds * 1e3);
+    std::map<std::string, std::pair<int, double>> by_type;
+    for (const onnx_node_cost& n : rep.nodes) {
+      by_type[n.op_type].first += 1;
+      by_type[n.op_type].second += n.seconds;
+    }
+    fmt::print("\n{:<24} {:>6} {:>12}\n", "op type", "nodes", "time ms");
+    for (const auto& [type, v] : by_type) fmt::print("{:<24} {:>6} {:>12.4g}\n", type, v.first, v.second * 1e3);
+    std::vector<const onnx_node_cost*> order;
+    for (const onnx_node_cost& n : rep.nodes) order.push_back(&n);
+    if (!r->all_nodes) {
+      std::stable_sort(order.begin(), order.end(), [](auto* a, auto* b) { return a->seconds > b->seconds; });
+      if (order.size() > static_cast<std::size_t>(std::max(r->top, 0))) order.resize(static_cast<std::size_t>(std::max(r->top, 0)));
+    }
+    fmt::print("\n{:<32} {:<12} {:>11} {:>11} {:>9} {:>7} {:>10}\n", r->all_nodes ? "node" : "slowest nodes", "op",
+               "MACs", "bytes", "FLOP/B", "bound", "time us");
+    for (const onnx_node_cost* n : order) {
+      fmt::print("{:<32} {:<12} {:>11} {:>11} {:>9.3g} {:>7} {:>10.4g}\n", n->name.substr(0, 32), n->op_type,
+                 human(n->macs, ""), human(n->cost.bytes, "B"), n->point.intensity, name_of(n->point.limit),
+                 n->seconds * 1e6);
+    }
+    if (!rep.unknown_ops.empty()) {
+      fmt::print("\nops counted as bytes only (unknown): ");
+      for (const auto& [op, count] : rep.unknown_ops) fmt::print("{} x{} ", op, count);
+      fmt::print("\n");
+    }
+  });
+}
+
+void add_calibrate(CLI::App* group) {
+  struct request {
+    int threads = 1;
+    double seconds = 0.3, dram_mib = 1024;
+    std::string out, name = "cpu-local";
+    bool json_out = false;
+  };
+  auto r = std::make_shared<request>();
+  auto* cmd = group->add_subcommand("calibrate", "Measure this CPU's peak FLOP/s (FMA loop) and bandwidth (triad)");
+  cmd->add_option("--threads", r->threads, "Worker threads (default 1)")->check(CLI::PositiveNumber);
+  cmd->add_option("--seconds", r->seconds, "Seconds per measurement (default 0.3)")->check(CLI::PositiveNumber);
+  cmd->add_option("--dram-mib", r->dram_mib, "Triad working set for the DRAM figure, MiB (default 1024)")
+      ->check(CLI::Range(1.0, 1e6));
+  cmd->add_option("--out", r->out, "Write the device file (use it with --gpu FILE)");
+  cmd->add_option("--name", r->name, "Device name in the file (default cpu-local)");
+  add_json_flag(cmd, r->json_out);
+  cmd->callback([r] {
+    calibrate_options o;
+    o.threads = r->threads;
+    o.seconds_per_test = r->seconds;
+    o.dram_bytes = r->dram_mib * 1024 * 1024;
+    const calibration c = calibrate_cpu(o);
+    const std::string doc = calibration_document(c, r->name);
+    if (!r->out.empty()) write_text_file(r->out, doc);
+    if (r->json_out) {
+      print_json(json::parse(doc));
+      return;
+    }
+    fmt::print("{} ({} thread{}, {})\n", c.cpu, c.threads, c.threads == 1 ? "" : "s", c.isa);
+    fmt::print("  fp32 peak   {:.1f} GFLOP/s (FMA loop)\n  fp64 peak   {:.1f} GFLOP/s\n", c.fp32_gflops, c.fp64_gflops);
+    for (const memory_level& l : c.levels) {
+      fmt::print("  triad {:>9.1f} GB/s with a working set up to {}\n", l.bandwidth_gbs, human(l.bytes, "B"));
+    }
+    fmt::print("  triad {:>9.1f} GB/s from DRAM ({} MiB)\n", c.dram_gbs, r->dram_mib);
+    if (!r->out.empty()) fmt::print("device file written to {}\n", r->out);
+  });
+}
+
 }  // namespace
 
 void add_perf_commands(CLI::App& root) {
@@ -429,6 +568,8 @@ void add_perf_commands(CLI::App& root) {
   add_op(group);
   add_explain(group);
   add_llm(group);
+  add_model(group);
+  add_calibrate(group);
 }
 
 }  // namespace keel::cli

@@ -47,6 +47,15 @@ struct peak_rate {
   std::string note;        // why this key (e.g. "no bf16 units before CC 8.0: runs as fp32")
 };
 
+// A cache level below DRAM with its measured bandwidth (CPU devices from `keel perf
+// calibrate`); an op whose bytes fit in `bytes` streams at `bandwidth_gbs` (the cache-aware
+// roofline of Ilic, Pratas and Sousa, IEEE CAL 2014).
+struct memory_level {
+  std::string name;          // "L2", "L3"
+  double bytes = 0;          // capacity
+  double bandwidth_gbs = 0;
+};
+
 struct gpu_spec {
   std::string name;         // slug: "h100-sxm"
   std::string display;      // "H100 SXM5 80GB"
@@ -65,6 +74,13 @@ struct gpu_spec {
   std::optional<double> l2_mb;
   std::optional<double> tdp_w;
   std::optional<double> price_usd;
+  std::vector<memory_level> cache_levels;  // smallest first; empty for the GPUs
+  // Measured ceilings of a framework's kernels on this device, by kernel class ("gemm",
+  // "attention_matmul", "conv_kxk", "conv_1x1", "conv_depthwise"), in TFLOP/s, and the
+  // fixed cost of dispatching one op. Absent for the GPUs (the roofline then uses the peaks);
+  // bench/perf/calibrate_torch.py adds them to a `keel perf calibrate` device file.
+  std::map<std::string, double> ceilings_tflops;
+  double overhead_us = 0;
   std::vector<source_ref> sources;
   std::string note;
 
@@ -77,6 +93,8 @@ struct gpu_spec {
   peak_rate peak(dtype t, bool tensor = true) const;
   double memory_bytes() const;
   double bandwidth_bytes_per_s() const { return bandwidth_gbs * 1e9; }
+  // Bytes/s for an op moving `bytes`: the smallest cache level that holds them, else DRAM.
+  double bandwidth_for(double bytes) const;
   // "Title <url>; Title <url>".
   std::string source_text() const;
 };
