@@ -10,6 +10,8 @@ models -- and stores one ceiling per kernel class plus the fixed cost of dispatc
 
 Times are CPU time of the calling thread (time.thread_time), medians of repeated runs, the
 same clock keel perf calibrate uses, so a busy shared machine measures the hardware's rate.
+Each class's ceiling is the median of its shapes' rates (a mean of times would let the one
+slowest shape decide).
 """
 import argparse
 import json
@@ -19,12 +21,17 @@ import time
 import torch
 import torch.nn.functional as F
 
-# (in_channels, out_channels, kernel, spatial, groups): a grid of generic shapes.
-CONV_KXK = [(32, 32, 3, 64, 1), (128, 128, 3, 32, 1), (512, 512, 3, 8, 1), (64, 64, 5, 32, 1)]
-CONV_1X1 = [(32, 128, 1, 64, 1), (128, 512, 1, 32, 1), (512, 128, 1, 16, 1), (256, 256, 1, 8, 1)]
-CONV_DW = [(32, 32, 3, 64, 32), (128, 128, 3, 32, 128), (512, 512, 3, 16, 512), (256, 256, 5, 16, 256)]
-GEMM = [(64, 1024, 1024), (256, 512, 2048), (32, 2048, 512)]  # (M, K, N)
-ATTENTION = [(8, 256, 64), (16, 64, 32)]  # (heads, seq, head_dim)
+# (in_channels, out_channels, kernel, spatial, groups, stride): a grid of generic shapes,
+# powers of two, none taken from the validation models.
+CONV_KXK = [(32, 32, 3, 64, 1, 1), (64, 64, 3, 32, 1, 1), (128, 128, 3, 16, 1, 1), (256, 256, 3, 8, 1, 1),
+            (64, 64, 5, 32, 1, 1), (64, 128, 3, 32, 1, 2)]
+CONV_1X1 = [(32, 128, 1, 64, 1, 1), (64, 256, 1, 32, 1, 1), (128, 512, 1, 32, 1, 1), (256, 1024, 1, 16, 1, 1),
+            (512, 128, 1, 16, 1, 1), (1024, 256, 1, 8, 1, 1), (256, 256, 1, 8, 1, 1)]
+CONV_DW = [(32, 32, 3, 64, 32, 1), (64, 64, 3, 32, 64, 2), (128, 128, 3, 32, 128, 1), (256, 256, 5, 16, 256, 1),
+           (512, 512, 3, 16, 512, 1), (128, 128, 5, 32, 128, 2)]
+GEMM = [(64, 1024, 1024), (256, 512, 2048), (32, 2048, 512), (128, 1024, 4096), (128, 4096, 1024)]  # (M, K, N)
+ATTENTION = [(8, 256, 64), (16, 64, 32), (4, 512, 64)]  # (heads, seq, head_dim)
+POOL = [(32, 128, 3, 2), (64, 64, 2, 2), (128, 32, 3, 1), (256, 16, 2, 2)]  # (channels, spatial, kernel, stride)
 
 
 def cpu_time(fn, reps):
@@ -38,32 +45,46 @@ def cpu_time(fn, reps):
 
 
 def conv_rate(shapes, reps):
-    flops = seconds = 0.0
-    for cin, cout, k, hw, groups in shapes:
+    rates = []
+    for cin, cout, k, hw, groups, stride in shapes:
         x = torch.randn(1, cin, hw, hw)
         w = torch.randn(cout, cin // groups, k, k)
         b = torch.randn(cout)
-        seconds += cpu_time(lambda: F.conv2d(x, w, b, padding=k // 2, groups=groups), reps)
-        flops += 2.0 * cout * hw * hw * (cin // groups) * k * k
-    return flops / seconds
+        out = (hw + 2 * (k // 2) - k) // stride + 1
+        seconds = cpu_time(lambda: F.conv2d(x, w, b, stride=stride, padding=k // 2, groups=groups), reps)
+        rates.append(2.0 * cout * out * out * (cin // groups) * k * k / seconds)
+    return statistics.median(rates)
 
 
 def gemm_rate(reps):
-    flops = seconds = 0.0
+    rates = []
     for m, k, n in GEMM:
         x, w, b = torch.randn(m, k), torch.randn(n, k), torch.randn(n)
-        seconds += cpu_time(lambda: F.linear(x, w, b), reps)
-        flops += 2.0 * m * k * n
-    return flops / seconds
+        rates.append(2.0 * m * k * n / cpu_time(lambda: F.linear(x, w, b), reps))
+    return statistics.median(rates)
 
 
 def attention_rate(reps):
-    flops = seconds = 0.0
+    rates = []
     for heads, seq, d in ATTENTION:
         q, k = torch.randn(1, heads, seq, d), torch.randn(1, heads, d, seq)
-        seconds += cpu_time(lambda: torch.matmul(q, k), reps)
-        flops += 2.0 * heads * seq * seq * d
-    return flops / seconds
+        p, v = torch.randn(1, heads, seq, seq), torch.randn(1, heads, seq, d)
+        flops = 2.0 * heads * seq * seq * d
+        rates.append(flops / cpu_time(lambda: torch.matmul(q, k), reps))
+        rates.append(flops / cpu_time(lambda: torch.matmul(p, v), reps))
+    return statistics.median(rates)
+
+
+def pool_rate(reps):
+    # Windowed pooling: output elements x window "FLOPs", as keel counts MaxPool/AveragePool.
+    rates = []
+    for channels, hw, k, stride in POOL:
+        x = torch.randn(1, channels, hw, hw)
+        out = (hw + 2 * (k // 2) - k) // stride + 1
+        flops = channels * out * out * k * k
+        rates.append(flops / cpu_time(lambda: F.max_pool2d(x, k, stride, k // 2), reps))
+        rates.append(flops / cpu_time(lambda: F.avg_pool2d(x, k, stride, k // 2), reps))
+    return statistics.median(rates)
 
 
 def overhead_us(reps):
@@ -86,6 +107,7 @@ def main():
             "conv_depthwise": conv_rate(CONV_DW, args.reps),
             "gemm": gemm_rate(args.reps),
             "attention_matmul": attention_rate(args.reps),
+            "pool": pool_rate(args.reps),
         }
         overhead = overhead_us(args.reps)
     with open(args.device) as f:

@@ -99,7 +99,7 @@ def build(name):
 def export(name, path):
     model, example = build(name)
     with torch.no_grad():
-        torch.onnx.export(model, example, path, opset_version=13, do_constant_folding=True,
+        torch.onnx.export(model, example, path, opset_version=14, do_constant_folding=True,
                           input_names=["input"], output_names=["output"])
 
 

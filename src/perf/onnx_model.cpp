@@ -193,8 +193,12 @@ onnx_report analyze_onnx(const std::string& path, const gpu_spec& device, const 
                                             [](double a, std::int64_t d) { return a * static_cast<double>(d); });
       const tensor_info& y = need_shape(n, n.output(0));
       const auto group = int_attr1(n, "group").value_or(1);
+      const auto strides = int_attr(n, "strides");
+      const bool unit_stride = std::all_of(strides.begin(), strides.end(), [](std::int64_t s) { return s == 1; });
+      // A 1x1 convolution with unit stride is a plain GEMM over the channels; a strided one
+      // must gather its input first and runs with the other convolutions.
       ceiling = group > 1 && x.dims.size() > 1 && group == x.dims[1] ? "conv_depthwise"
-                : kernel == 1                                          ? "conv_1x1"
+                : kernel == 1 && unit_stride                           ? "conv_1x1"
                                                                        : "conv_kxk";
       if (op == "Conv") {
         c.macs = y.elements() * static_cast<double>(w.dims.at(1)) * kernel;
@@ -231,6 +235,7 @@ onnx_report analyze_onnx(const std::string& path, const gpu_spec& device, const 
       flops = 2 * out_elems;
     } else if (op == "MaxPool" || op == "AveragePool" || op == "LpPool") {
       c.kind = "pool";
+      ceiling = "pool";
       const auto k = int_attr(n, "kernel_shape");
       flops = out_elems * std::accumulate(k.begin(), k.end(), 1.0,
                                           [](double a, std::int64_t d) { return a * static_cast<double>(d); });

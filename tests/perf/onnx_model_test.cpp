@@ -114,6 +114,20 @@ TEST(OnnxModel, CeilingsOverheadAndCacheLevelsShapeTheTime) {
   EXPECT_LT(r.roofline_seconds, r.seconds);
 }
 
+TEST(OnnxModel, KernelClassesFollowTheConvolutionShape) {
+  gpu_spec toy = toy_cpu();
+  toy.ceilings_tflops = {{"conv_kxk", 0.1}, {"conv_1x1", 0.01}, {"pool", 0.001}, {"gemm", 0.01}};
+  const onnx_report r = analyze_onnx(data_dir + "resnet50-graph.onnx", toy);
+  std::map<std::string, int> keys;
+  for (const onnx_node_cost& c : r.nodes) ++keys[c.peak_key];
+  // 32 bottleneck 1x1s and layer1's unit-stride downsample are GEMMs; the stem, 16 3x3s and the
+  // three stride-2 1x1 downsamples are convolutions proper.
+  EXPECT_EQ(keys["ceiling:conv_1x1"], 33);
+  EXPECT_EQ(keys["ceiling:conv_kxk"], 20);
+  EXPECT_EQ(keys["ceiling:pool"], 1);
+  EXPECT_EQ(keys["ceiling:gemm"], 1);
+}
+
 TEST(OnnxModel, DimValuesScaleSymbolicDimensions) {
   // tiny.onnx has a fixed batch; the option is accepted and changes nothing there.
   onnx_options o;

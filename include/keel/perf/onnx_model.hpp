@@ -14,8 +14,10 @@
 // value of onnx_options::dim_values (name -> value), else 1.
 // Time: each node's roofline time, max(FLOPs / rate, bytes / bandwidth for its bytes), where
 // the rate is the device peak, capped by the device's measured ceiling for the node's kernel
-// class when it has one (conv_kxk, conv_1x1, conv_depthwise, gemm, attention_matmul), plus
-// the device's per-op dispatch overhead for every node that does work.
+// class when it has one (conv_kxk; conv_1x1 for unit-stride 1x1 convolutions, which are GEMMs;
+// conv_depthwise; gemm for MatMul/Gemm with a weight operand; attention_matmul for MatMul of two
+// activations; pool for windowed pooling), plus the device's per-op dispatch overhead for every
+// node that does work.
 // analyze_onnx keeps no state between calls and is thread-safe (libonnx's schema registry is
 // a function-local static).
 #pragma once
