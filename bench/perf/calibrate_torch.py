@@ -44,7 +44,9 @@ def cpu_time(fn, reps):
     return statistics.median(samples)
 
 
-def conv_rate(shapes, reps):
+def conv_rate(shapes, reps, per_byte=False):
+    """Median FLOP/s (or, with per_byte, bytes/s counted as keel does: input, weight, bias and
+    output once each) over the shapes."""
     rates = []
     for cin, cout, k, hw, groups, stride in shapes:
         x = torch.randn(1, cin, hw, hw)
@@ -52,7 +54,10 @@ def conv_rate(shapes, reps):
         b = torch.randn(cout)
         out = (hw + 2 * (k // 2) - k) // stride + 1
         seconds = cpu_time(lambda: F.conv2d(x, w, b, stride=stride, padding=k // 2, groups=groups), reps)
-        rates.append(2.0 * cout * out * out * (cin // groups) * k * k / seconds)
+        if per_byte:
+            rates.append(4.0 * (x.numel() + w.numel() + b.numel() + cout * out * out) / seconds)
+        else:
+            rates.append(2.0 * cout * out * out * (cin // groups) * k * k / seconds)
     return statistics.median(rates)
 
 
@@ -76,14 +81,14 @@ def attention_rate(reps):
 
 
 def pool_rate(reps):
-    # Windowed pooling: output elements x window "FLOPs", as keel counts MaxPool/AveragePool.
+    # Windowed pooling in bytes/s: input and output once each, as keel counts MaxPool/AveragePool.
     rates = []
     for channels, hw, k, stride in POOL:
         x = torch.randn(1, channels, hw, hw)
         out = (hw + 2 * (k // 2) - k) // stride + 1
-        flops = channels * out * out * k * k
-        rates.append(flops / cpu_time(lambda: F.max_pool2d(x, k, stride, k // 2), reps))
-        rates.append(flops / cpu_time(lambda: F.avg_pool2d(x, k, stride, k // 2), reps))
+        moved = 4.0 * (x.numel() + channels * out * out)
+        rates.append(moved / cpu_time(lambda: F.max_pool2d(x, k, stride, k // 2), reps))
+        rates.append(moved / cpu_time(lambda: F.avg_pool2d(x, k, stride, k // 2), reps))
     return statistics.median(rates)
 
 
@@ -104,9 +109,13 @@ def main():
         ceilings = {
             "conv_kxk": conv_rate(CONV_KXK, args.reps),
             "conv_1x1": conv_rate(CONV_1X1, args.reps),
-            "conv_depthwise": conv_rate(CONV_DW, args.reps),
             "gemm": gemm_rate(args.reps),
             "attention_matmul": attention_rate(args.reps),
+        }
+        # Depthwise convolutions and pooling do a few operations per element they move: their
+        # rate in FLOP/s changes with the kernel size while their rate in bytes/s does not.
+        byte_ceilings = {
+            "conv_depthwise": conv_rate(CONV_DW, args.reps, per_byte=True),
             "pool": pool_rate(args.reps),
         }
         overhead = overhead_us(args.reps)
@@ -119,6 +128,7 @@ def main():
     }
     device = doc["gpus"][0]
     device["ceilings_tflops"] = {k: v / 1e12 for k, v in ceilings.items()}
+    device["ceilings_gbs"] = {k: v / 1e9 for k, v in byte_ceilings.items()}
     device["overhead_us"] = overhead
     if "keel-torch-ceilings" not in device["source"]:
         device["source"].append("keel-torch-ceilings")
@@ -128,6 +138,9 @@ def main():
     peak = device["tflops"]["fp32"] * 1e3
     for k, v in ceilings.items():
         print(f"{k:18} {v / 1e9:8.2f} GFLOP/s  ({100 * v / 1e9 / peak:5.1f}% of the {peak:.0f} GFLOP/s FMA peak)")
+    dram = device["bandwidth_gbs"]
+    for k, v in byte_ceilings.items():
+        print(f"{k:18} {v / 1e9:8.2f} GB/s      ({100 * v / 1e9 / dram:5.1f}% of the {dram:.0f} GB/s triad from DRAM)")
     print(f"{'op dispatch':18} {overhead:8.2f} us")
 
 

@@ -223,6 +223,9 @@ gpu_database gpu_database::load(std::string_view json_text, const std::string& o
       if (g.contains("ceilings_tflops")) {
         for (const auto& [k, v] : g["ceilings_tflops"].items()) s.ceilings_tflops[k] = v.get<double>();
       }
+      if (g.contains("ceilings_gbs")) {
+        for (const auto& [k, v] : g["ceilings_gbs"].items()) s.ceilings_gbs[k] = v.get<double>();
+      }
       s.overhead_us = g.value("overhead_us", 0.0);
       if (g.contains("cache_levels")) {
         for (const json& level : g["cache_levels"]) {

@@ -264,12 +264,18 @@ onnx_report analyze_onnx(const std::string& path, const gpu_spec& device, const 
     const peak_rate p = device.peak(c.type, matmul && options.tensor);
     c.peak_key = p.key;
     double rate = p.tflops;
+    const double hardware_bandwidth = device.bandwidth_for(c.cost.bytes);
+    double bandwidth = hardware_bandwidth;
     if (auto it = device.ceilings_tflops.find(ceiling); !ceiling.empty() && it != device.ceilings_tflops.end()) {
       rate = std::min(rate, it->second);
       c.peak_key = "ceiling:" + ceiling;
     }
-    r.roofline_seconds += evaluate(c.cost, p.tflops * 1e12, device.bandwidth_for(c.cost.bytes)).seconds;
-    c.point = evaluate(c.cost, rate * 1e12, device.bandwidth_for(c.cost.bytes));
+    if (auto it = device.ceilings_gbs.find(ceiling); !ceiling.empty() && it != device.ceilings_gbs.end()) {
+      bandwidth = std::min(bandwidth, it->second * 1e9);
+      c.peak_key = "ceiling:" + ceiling;
+    }
+    r.roofline_seconds += evaluate(c.cost, p.tflops * 1e12, hardware_bandwidth).seconds;
+    c.point = evaluate(c.cost, rate * 1e12, bandwidth);
     c.seconds = c.point.seconds + (c.kind != "view" ? device.overhead_us * 1e-6 : 0);
     r.macs += c.macs;
     r.flops += flops;

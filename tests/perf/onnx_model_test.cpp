@@ -89,7 +89,7 @@ gpu_spec toy_cpu() {
               "year": 2026, "sms": 1, "tflops": {"fp32": 1.0}, "memory_gb": 1,
               "memory_type": "DRAM", "bandwidth_gbs": 10,
               "cache_levels": [{"name": "L2", "bytes": 1e6, "bandwidth_gbs": 100}],
-              "ceilings_tflops": {"conv_kxk": 0.001},
+              "ceilings_tflops": {"conv_kxk": 0.001}, "ceilings_gbs": {"conv_depthwise": 5},
               "overhead_us": 5, "source": ["t"]}]})",
                             "toy.json")
       .at("toy");
@@ -99,6 +99,7 @@ TEST(OnnxModel, CeilingsOverheadAndCacheLevelsShapeTheTime) {
   const gpu_spec toy = toy_cpu();
   EXPECT_DOUBLE_EQ(toy.bandwidth_for(1e5), 100e9);
   EXPECT_DOUBLE_EQ(toy.bandwidth_for(1e7), 10e9);
+  EXPECT_DOUBLE_EQ(toy.ceilings_gbs.at("conv_depthwise"), 5);
   const onnx_report r = analyze_onnx(data_dir + "tiny.onnx", toy);
   const auto n = by_name(r);
   const onnx_node_cost& conv = *n.at("/conv/Conv");
@@ -112,6 +113,14 @@ TEST(OnnxModel, CeilingsOverheadAndCacheLevelsShapeTheTime) {
   EXPECT_EQ(n.at("/Reshape")->seconds, 0);
   // The pure hardware roofline ignores ceilings and overhead.
   EXPECT_LT(r.roofline_seconds, r.seconds);
+
+  // A GB/s ceiling caps the bandwidth of its class: MaxPool's 10 KiB at 0.001 GB/s.
+  gpu_spec slow_pool = toy;
+  slow_pool.ceilings_gbs["pool"] = 0.001;
+  const onnx_node_cost& pool = *by_name(analyze_onnx(data_dir + "tiny.onnx", slow_pool)).at("/MaxPool");
+  EXPECT_EQ(pool.peak_key, "ceiling:pool");
+  EXPECT_EQ(pool.point.limit, bound::memory);
+  EXPECT_NEAR(pool.point.seconds, 4.0 * (2048 + 512) / 1e6, 1e-12);
 }
 
 TEST(OnnxModel, KernelClassesFollowTheConvolutionShape) {

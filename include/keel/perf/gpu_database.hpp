@@ -76,10 +76,13 @@ struct gpu_spec {
   std::optional<double> price_usd;
   std::vector<memory_level> cache_levels;  // smallest first; empty for the GPUs
   // Measured ceilings of a framework's kernels on this device, by kernel class ("gemm",
-  // "attention_matmul", "conv_kxk", "conv_1x1", "conv_depthwise", "pool"), in TFLOP/s, and the
-  // fixed cost of dispatching one op. Absent for the GPUs (the roofline then uses the peaks);
+  // "attention_matmul", "conv_kxk", "conv_1x1", "conv_depthwise", "pool"): in TFLOP/s for the
+  // classes whose time follows their arithmetic, in GB/s for those whose time follows the
+  // bytes they move (depthwise convolutions, pooling), and the fixed cost of dispatching one
+  // op. Absent for the GPUs (the roofline then uses the peaks);
   // bench/perf/calibrate_torch.py adds them to a `keel perf calibrate` device file.
   std::map<std::string, double> ceilings_tflops;
+  std::map<std::string, double> ceilings_gbs;
   double overhead_us = 0;
   std::vector<source_ref> sources;
   std::string note;

@@ -13,7 +13,9 @@
 // op is unknown counts its bytes and is listed in unknown_ops. Symbolic dimensions take the
 // value of onnx_options::dim_values (name -> value), else 1.
 // Time: each node's roofline time, max(FLOPs / rate, bytes / bandwidth for its bytes), where
-// the rate is the device peak, capped by the device's measured ceiling for the node's kernel
+// the bandwidth is the device's for that many bytes, capped by the device's measured GB/s
+// ceiling for the node's kernel class when it has one, and the rate is the device peak, capped
+// by the device's measured TFLOP/s ceiling for the node's kernel
 // class when it has one (conv_kxk; conv_1x1 for unit-stride 1x1 convolutions, which are GEMMs;
 // conv_depthwise; gemm for MatMul/Gemm with a weight operand; attention_matmul for MatMul of two
 // activations; pool for windowed pooling), plus the device's per-op dispatch overhead for every
