@@ -5,12 +5,12 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <time.h>
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <ctime>
-#include <time.h>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -53,8 +53,12 @@ using f64x4 = double __attribute__((vector_size(32)));
 using f32x4 = float __attribute__((vector_size(16)));
 using f64x2 = double __attribute__((vector_size(16)));
 
-[[gnu::target("avx512f,fma")]] double fma_avx512_f32(long n) { return fma_body<f32x16, float>(n, 1.0f); }
-[[gnu::target("avx512f,fma")]] double fma_avx512_f64(long n) { return fma_body<f64x8, double>(n, 1.0); }
+[[gnu::target("avx512f,fma")]] double fma_avx512_f32(long n) {
+  return fma_body<f32x16, float>(n, 1.0f);
+}
+[[gnu::target("avx512f,fma")]] double fma_avx512_f64(long n) {
+  return fma_body<f64x8, double>(n, 1.0);
+}
 [[gnu::target("avx2,fma")]] double fma_avx2_f32(long n) { return fma_body<f32x8, float>(n, 1.0f); }
 [[gnu::target("avx2,fma")]] double fma_avx2_f64(long n) { return fma_body<f64x4, double>(n, 1.0); }
 double fma_sse_f32(long n) { return fma_body<f32x4, float>(n, 1.0f); }
@@ -137,7 +141,8 @@ double measure_flops(const fma_kernel& k, int threads, double seconds) {
 
 // STREAM triad over `bytes_total` (three arrays split across threads): best of the reps.
 double measure_triad(double bytes_total, int threads, double seconds) {
-  const std::size_t n = std::max<std::size_t>(1024, static_cast<std::size_t>(bytes_total / 3 / 8 / threads));
+  const std::size_t n =
+      std::max<std::size_t>(1024, static_cast<std::size_t>(bytes_total / 3 / 8 / threads));
   std::vector<std::unique_ptr<double[]>> a(threads), b(threads), c(threads);
   timed_parallel(threads, [&](int t) {  // first touch on the thread that uses it
     a[t].reset(new double[n]);
@@ -162,7 +167,8 @@ double measure_triad(double bytes_total, int threads, double seconds) {
   run(1);  // warm the caches / fault the pages
   for (double t = run(passes); t < seconds / 8; t = run(passes)) passes *= 2;
   double best = 0;
-  for (int rep = 0; rep < 5; ++rep) best = std::max(best, pass_bytes * static_cast<double>(passes) / run(passes));
+  for (int rep = 0; rep < 5; ++rep)
+    best = std::max(best, pass_bytes * static_cast<double>(passes) / run(passes));
   return best;
 }
 
@@ -194,7 +200,8 @@ double mem_total_gib() {
 calibration calibrate_cpu(const calibrate_options& options) {
   if (options.threads < 1) throw invalid_argument("threads must be >= 1");
   if (!(options.seconds_per_test > 0)) throw invalid_argument("seconds per test must be positive");
-  if (!(options.dram_bytes >= 1024.0 * 1024)) throw invalid_argument("DRAM working set must be at least 1 MiB");
+  if (!(options.dram_bytes >= 1024.0 * 1024))
+    throw invalid_argument("DRAM working set must be at least 1 MiB");
   calibration c;
   c.cpu = cpu_model();
   c.threads = options.threads;
@@ -205,7 +212,8 @@ calibration calibrate_cpu(const calibrate_options& options) {
   c.fp64_gflops = measure_flops(isa.f64, options.threads, options.seconds_per_test) / 1e9;
   // Bandwidth against working-set size: each point is a "level" an op of at most that many
   // bytes streams at (no cache sizes needed, and virtual machines often misreport them).
-  for (double ws : {256.0 * 1024, 1024.0 * 1024, 4.0 * 1024 * 1024, 16.0 * 1024 * 1024, 64.0 * 1024 * 1024}) {
+  for (double ws :
+       {256.0 * 1024, 1024.0 * 1024, 4.0 * 1024 * 1024, 16.0 * 1024 * 1024, 64.0 * 1024 * 1024}) {
     const double total = ws * options.threads;
     c.levels.push_back({fmt::format("ws-{}KiB", static_cast<long>(total / 1024)), total,
                         measure_triad(total, options.threads, options.seconds_per_test) / 1e9});
@@ -225,13 +233,15 @@ std::string calibration_document(const calibration& c, const std::string& name) 
   gmtime_r(&now, &utc);
   json doc = {
       {"schema", "keel.perf.gpus/1"},
-      {"conventions", "A CPU measured by keel perf calibrate: tflops are the best of three timed "
-                      "runs of an FMA loop, bandwidths the best of five STREAM triad passes."},
+      {"conventions",
+       "A CPU measured by keel perf calibrate: tflops are the best of three timed "
+       "runs of an FMA loop, bandwidths the best of five STREAM triad passes."},
       {"sources",
        {{"keel-calibrate",
-         {{"title", fmt::format("Measured by keel perf calibrate ({} thread{}, {}), {:04}-{:02}-{:02}",
-                                c.threads, c.threads == 1 ? "" : "s", c.isa, utc.tm_year + 1900,
-                                utc.tm_mon + 1, utc.tm_mday)},
+         {{"title",
+           fmt::format("Measured by keel perf calibrate ({} thread{}, {}), {:04}-{:02}-{:02}",
+                       c.threads, c.threads == 1 ? "" : "s", c.isa, utc.tm_year + 1900,
+                       utc.tm_mon + 1, utc.tm_mday)},
           {"url", "https://www.cs.virginia.edu/stream/ref.html"}}}}},
       {"compute_capabilities", json::array()},
       {"cuda", json::array()},

@@ -42,12 +42,24 @@ dtype parse_dtype(std::string_view text) {
   std::transform(lower.begin(), lower.end(), lower.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   static constexpr std::array<std::pair<std::string_view, dtype>, 18> k_names{{
-      {"fp64", dtype::fp64}, {"float64", dtype::fp64}, {"double", dtype::fp64},
-      {"fp32", dtype::fp32}, {"float32", dtype::fp32}, {"float", dtype::fp32},
-      {"tf32", dtype::tf32}, {"fp16", dtype::fp16},   {"float16", dtype::fp16},
-      {"half", dtype::fp16}, {"bf16", dtype::bf16},   {"bfloat16", dtype::bf16},
-      {"fp8", dtype::fp8},   {"e4m3", dtype::fp8},    {"e5m2", dtype::fp8},
-      {"int8", dtype::int8}, {"fp4", dtype::fp4},     {"nvfp4", dtype::fp4},
+      {"fp64", dtype::fp64},
+      {"float64", dtype::fp64},
+      {"double", dtype::fp64},
+      {"fp32", dtype::fp32},
+      {"float32", dtype::fp32},
+      {"float", dtype::fp32},
+      {"tf32", dtype::tf32},
+      {"fp16", dtype::fp16},
+      {"float16", dtype::fp16},
+      {"half", dtype::fp16},
+      {"bf16", dtype::bf16},
+      {"bfloat16", dtype::bf16},
+      {"fp8", dtype::fp8},
+      {"e4m3", dtype::fp8},
+      {"e5m2", dtype::fp8},
+      {"int8", dtype::int8},
+      {"fp4", dtype::fp4},
+      {"nvfp4", dtype::fp4},
   }};
   for (const auto& [name, t] : k_names) {
     if (lower == name) return t;

@@ -148,7 +148,8 @@ gpu_database gpu_database::load(std::string_view json_text, const std::string& o
     db.conventions_ = doc.value("conventions", "");
     std::map<std::string, source_ref> sources;
     for (const auto& [id, s] : doc.at("sources").items()) {
-      sources[id] = source_ref{id, s.at("title").get<std::string>(), s.at("url").get<std::string>()};
+      sources[id] =
+          source_ref{id, s.at("title").get<std::string>(), s.at("url").get<std::string>()};
     }
     auto resolve = [&](const json& ids, const std::string& owner) {
       std::vector<source_ref> out;
@@ -199,7 +200,8 @@ gpu_database gpu_database::load(std::string_view json_text, const std::string& o
       gpu_spec s;
       s.name = g.at("name").get<std::string>();
       if (s.name != normalize(s.name)) {
-        throw invalid_argument(fmt::format("{}: GPU name '{}' is not a lowercase slug", origin, s.name));
+        throw invalid_argument(
+            fmt::format("{}: GPU name '{}' is not a lowercase slug", origin, s.name));
       }
       s.display = g.at("display").get<std::string>();
       s.arch = g.at("arch").get<std::string>();
@@ -221,7 +223,8 @@ gpu_database gpu_database::load(std::string_view json_text, const std::string& o
       s.price_usd = opt("price_usd");
       s.note = g.value("note", "");
       if (g.contains("ceilings_tflops")) {
-        for (const auto& [k, v] : g["ceilings_tflops"].items()) s.ceilings_tflops[k] = v.get<double>();
+        for (const auto& [k, v] : g["ceilings_tflops"].items())
+          s.ceilings_tflops[k] = v.get<double>();
       }
       if (g.contains("ceilings_gbs")) {
         for (const auto& [k, v] : g["ceilings_gbs"].items()) s.ceilings_gbs[k] = v.get<double>();
@@ -229,13 +232,15 @@ gpu_database gpu_database::load(std::string_view json_text, const std::string& o
       s.overhead_us = g.value("overhead_us", 0.0);
       if (g.contains("cache_levels")) {
         for (const json& level : g["cache_levels"]) {
-          s.cache_levels.push_back({level.at("name").get<std::string>(), level.at("bytes").get<double>(),
+          s.cache_levels.push_back({level.at("name").get<std::string>(),
+                                    level.at("bytes").get<double>(),
                                     level.at("bandwidth_gbs").get<double>()});
         }
       }
       s.sources = resolve(g.at("source"), "GPU " + s.name);
       if (!s.tflops.contains("fp32") && !s.tflops.contains("fp16_tensor")) {
-        throw invalid_argument(fmt::format("{}: GPU {} has neither fp32 nor fp16_tensor rate", origin, s.name));
+        throw invalid_argument(
+            fmt::format("{}: GPU {} has neither fp32 nor fp16_tensor rate", origin, s.name));
       }
       // Derive CUDA-core rates the vendor did not print from the per-SM throughput ratios.
       if (auto it = cc_table.find(s.cc); it != cc_table.end() && s.tflops.contains("fp32")) {
@@ -246,12 +251,14 @@ gpu_database gpu_database::load(std::string_view json_text, const std::string& o
           s.derived[key] = fp32 * *per_clk / *r.fp32;
           s.derived_how[key] = fmt::format(
               "fp32 x {}/{} (results per clock per SM at compute capability {}, CUDA C++ "
-              "Programming Guide)", format_rate(*per_clk), format_rate(*r.fp32), s.cc.str());
+              "Programming Guide)",
+              format_rate(*per_clk), format_rate(*r.fp32), s.cc.str());
         };
         derive("fp64", r.fp64);
         derive("fp16", r.fp16);
       }
-      if (db.find(s.name)) throw invalid_argument(fmt::format("{}: duplicate GPU {}", origin, s.name));
+      if (db.find(s.name))
+        throw invalid_argument(fmt::format("{}: duplicate GPU {}", origin, s.name));
       db.gpus_.push_back(std::move(s));
     }
   } catch (const json::exception& e) {
@@ -274,13 +281,15 @@ const gpu_spec& gpu_database::at(std::string_view name) const {
   std::string close;
   for (const gpu_spec& g : gpus_) {
     // A shared prefix of 3+ characters or containment counts as close.
-    const bool contains = g.name.find(key) != std::string::npos || key.find(g.name) != std::string::npos;
+    const bool contains =
+        g.name.find(key) != std::string::npos || key.find(g.name) != std::string::npos;
     std::size_t common = 0;
     while (common < key.size() && common < g.name.size() && key[common] == g.name[common]) ++common;
     if (contains || common >= 5) close += (close.empty() ? "" : ", ") + g.name;
   }
-  throw invalid_argument("unknown GPU '" + std::string(name) + "'" +
-                         (close.empty() ? std::string(" (see `keel gpus list`)") : " (did you mean: " + close + "?)"));
+  throw invalid_argument(
+      "unknown GPU '" + std::string(name) + "'" +
+      (close.empty() ? std::string(" (see `keel gpus list`)") : " (did you mean: " + close + "?)"));
 }
 
 support_answer gpu_database::answer(const std::vector<version_row>& rows, const char* what,
@@ -293,8 +302,8 @@ support_answer gpu_database::answer(const std::vector<version_row>& rows, const 
   if (!row) {
     std::string known;
     for (const version_row& r : rows) known += (known.empty() ? "" : ", ") + r.label;
-    a.reason = fmt::format("{} {} is not in keel's table (it covers {}); no answer from data",
-                           what, v.str(), known);
+    a.reason = fmt::format("{} {} is not in keel's table (it covers {}); no answer from data", what,
+                           v.str(), known);
     return a;
   }
   a.sources = row->sources;
@@ -309,8 +318,8 @@ support_answer gpu_database::answer(const std::vector<version_row>& rows, const 
                            range, gpu.name, gpu.cc.str(), gpu.arch);
   } else {
     a.supported = true;
-    a.reason = fmt::format("{}; {} is compute capability {} ({})", range, gpu.name,
-                           gpu.cc.str(), gpu.arch);
+    a.reason = fmt::format("{}; {} is compute capability {} ({})", range, gpu.name, gpu.cc.str(),
+                           gpu.arch);
     if (!row->note.empty()) a.reason += " (" + row->note + ")";
   }
   return a;

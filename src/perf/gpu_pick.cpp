@@ -38,15 +38,16 @@ need parse_need(const gpu_database& db, const std::string& text) {
                            *fp64, *fp32 / *fp64);
       }
       why.push_back(fmt::format("FP64 {:g} TFLOP/s (1/{:.0f} of FP32{})", *fp64, *fp32 / *fp64,
-                                g.rate("fp64_tensor") ? fmt::format(", {:g} on tensor cores",
-                                                                    *g.rate("fp64_tensor"))
-                                                      : ""));
+                                g.rate("fp64_tensor")
+                                    ? fmt::format(", {:g} on tensor cores", *g.rate("fp64_tensor"))
+                                    : ""));
       return "";
     };
   } else if ((key == "fp16" || key == "bf16" || key == "tf32" || key == "fp8" || key == "int8") &&
              value.empty()) {
     n.rate_key = tensor_key(key);
-    n.check = [k = n.rate_key, key](const gpu_spec& g, std::vector<std::string>& why) -> std::string {
+    n.check = [k = n.rate_key, key](const gpu_spec& g,
+                                    std::vector<std::string>& why) -> std::string {
       const auto r = g.rate(k);
       if (!r) return fmt::format("no {} tensor-core rate", key);
       why.push_back(fmt::format("{} tensor {:g} T{}/s", key, *r, key == "int8" ? "OP" : "FLOP"));
@@ -67,7 +68,8 @@ need parse_need(const gpu_database& db, const std::string& text) {
       throw invalid_argument("bad bandwidth need '" + text + "' (expected bandwidth=GBPS)");
     }
     n.check = [want](const gpu_spec& g, std::vector<std::string>& why) -> std::string {
-      if (g.bandwidth_gbs < want) return fmt::format("{:g} GB/s < {:g} GB/s", g.bandwidth_gbs, want);
+      if (g.bandwidth_gbs < want)
+        return fmt::format("{:g} GB/s < {:g} GB/s", g.bandwidth_gbs, want);
       why.push_back(fmt::format("{:g} GB/s", g.bandwidth_gbs));
       return "";
     };
@@ -76,8 +78,8 @@ need parse_need(const gpu_database& db, const std::string& text) {
     n.check = [&db, v, key](const gpu_spec& g, std::vector<std::string>& why) -> std::string {
       const support_answer a = key == "cuda" ? db.cuda_support(g, v) : db.cudnn_support(g, v);
       if (!a.supported) return a.reason;
-      why.push_back(fmt::format("{} {} supports compute capability {}", key == "cuda" ? "CUDA" : "cuDNN",
-                                v.str(), g.cc.str()));
+      why.push_back(fmt::format("{} {} supports compute capability {}",
+                                key == "cuda" ? "CUDA" : "cuDNN", v.str(), g.cc.str()));
       return "";
     };
   } else {
@@ -122,16 +124,18 @@ pick_result pick_gpus(const gpu_database& db, std::optional<double> budget_usd,
     }
     if (rejection.empty()) {
       const auto score = g.rate(score_key);
-      if (!score) rejection = "no " + score_key + " rate to rank by";
-      else c.score = *score;
+      if (!score)
+        rejection = "no " + score_key + " rate to rank by";
+      else
+        c.score = *score;
     }
     if (!rejection.empty()) {
       result.rejected.push_back({&g, rejection});
       continue;
     }
     if (g.price_usd) {
-      c.reasons.push_back(fmt::format("{:.1f} GFLOP/s per dollar ({})", c.score * 1000 / *g.price_usd,
-                                      score_key));
+      c.reasons.push_back(
+          fmt::format("{:.1f} GFLOP/s per dollar ({})", c.score * 1000 / *g.price_usd, score_key));
     }
     result.ranked.push_back(std::move(c));
   }

@@ -16,8 +16,8 @@ namespace {
 
 using nlohmann::json;
 
-std::int64_t get_int(const json& j, std::initializer_list<const char*> keys, const std::string& name,
-                     std::optional<std::int64_t> fallback = std::nullopt) {
+std::int64_t get_int(const json& j, std::initializer_list<const char*> keys,
+                     const std::string& name, std::optional<std::int64_t> fallback = std::nullopt) {
   for (const char* k : keys) {
     if (j.contains(k) && !j[k].is_null()) {
       if (!j[k].is_number_integer() || j[k].get<std::int64_t>() <= 0) {
@@ -71,14 +71,17 @@ llm_config parse_llm_config(std::string_view json_text, const std::string& name)
     if (c.model_type == "mixtral") {
       c.experts = get_int(j, {"num_local_experts"}, name);
       c.experts_per_token = get_int(j, {"num_experts_per_tok"}, name);
-      if (c.experts_per_token > c.experts) throw invalid_argument(name + ": more experts per token than experts");
+      if (c.experts_per_token > c.experts)
+        throw invalid_argument(name + ": more experts per token than experts");
     }
   } else {
-    throw invalid_argument(fmt::format("{}: unsupported model_type '{}' (gpt2, llama, mistral, qwen2, mixtral)",
-                                       name, c.model_type));
+    throw invalid_argument(
+        fmt::format("{}: unsupported model_type '{}' (gpt2, llama, mistral, qwen2, mixtral)", name,
+                    c.model_type));
   }
   c.head_dim = get_int(j, {"head_dim"}, name, c.hidden / c.heads);
-  if (c.heads % c.kv_heads != 0) throw invalid_argument(name + ": kv heads must divide attention heads");
+  if (c.heads % c.kv_heads != 0)
+    throw invalid_argument(name + ": kv heads must divide attention heads");
   return c;
 }
 
@@ -97,8 +100,8 @@ llm_config load_llm_config(std::string_view name_or_path) {
   if (!std::filesystem::is_regular_file(path, ec)) {
     std::string names;
     for (const auto& n : bundled_llm_configs()) names += (names.empty() ? "" : ", ") + n;
-    throw invalid_argument(fmt::format("unknown model config '{}' (bundled: {}; or a config.json path)",
-                                       name_or_path, names));
+    throw invalid_argument(fmt::format(
+        "unknown model config '{}' (bundled: {}; or a config.json path)", name_or_path, names));
   }
   std::ifstream in(path);
   if (!in) throw io_error("cannot read " + path.string());
@@ -154,10 +157,11 @@ llm_report analyze_llm(const llm_config& c, const llm_options& o, const gpu_spec
     r.ops.push_back({std::move(name), count, cost, matmul, {}, {}});
   };
   // A linear ic->oc over `tokens` tokens; `out_bytes` per output element.
-  auto linear = [&](std::string name, double count, double ic, double oc, double tokens, bool has_bias,
-                    double out_bytes, double weight_sets = 1) {
+  auto linear = [&](std::string name, double count, double ic, double oc, double tokens,
+                    bool has_bias, double out_bytes, double weight_sets = 1) {
     op_cost cost{2 * ic * oc * tokens + (has_bias ? oc * tokens : 0),
-                 weight_sets * (ic * oc + (has_bias ? oc : 0)) * w + tokens * ic * a + tokens * oc * out_bytes};
+                 weight_sets * (ic * oc + (has_bias ? oc : 0)) * w + tokens * ic * a +
+                     tokens * oc * out_bytes};
     add(std::move(name), count, cost, true);
   };
   auto norm = [&](std::string name, double count) {
@@ -165,14 +169,16 @@ llm_report analyze_llm(const llm_config& c, const llm_options& o, const gpu_spec
   };
 
   // Embedding lookup (and gpt2's position add).
-  add("embedding", 1, {c.learned_positions ? T * h : 0, T * h * w * (c.learned_positions ? 2 : 1) + T * h * a}, false);
+  add("embedding", 1,
+      {c.learned_positions ? T * h : 0, T * h * w * (c.learned_positions ? 2 : 1) + T * h * a},
+      false);
 
   norm("attn_norm", L);
   linear("q_proj", L, h, H * d, T, bias || c.qkv_bias, a);
   linear("k_proj", L, h, nkv * d, T, bias || c.qkv_bias, kvb);  // written to the KV cache
   linear("v_proj", L, h, nkv * d, T, bias || c.qkv_bias, kvb);
-  const double kv_len = s;                      // keys each query attends to
-  const double q_rows = prefill ? s : 1;        // queries per sequence
+  const double kv_len = s;                // keys each query attends to
+  const double q_rows = prefill ? s : 1;  // queries per sequence
   const double scores = B * H * q_rows * kv_len;
   const double q_bytes = B * q_rows * H * d * a;
   const double k_bytes = B * kv_len * nkv * d * kvb;
@@ -189,8 +195,8 @@ llm_report analyze_llm(const llm_config& c, const llm_options& o, const gpu_spec
   if (c.experts) {
     const double E = static_cast<double>(c.experts);
     const double k = static_cast<double>(c.experts_per_token);
-    const double routed = T * k;                            // token-expert pairs
-    const double touched = std::min(E, routed);             // experts whose weights are read
+    const double routed = T * k;                 // token-expert pairs
+    const double touched = std::min(E, routed);  // experts whose weights are read
     linear("router", L, h, E, T, false, a);
     linear("expert_gate_proj", L, h, i, routed, false, a, touched);
     linear("expert_up_proj", L, h, i, routed, false, a, touched);

@@ -57,28 +57,47 @@ dtype dtype_of(int t) {
 }
 
 const std::set<std::string>& view_ops() {
-  static const std::set<std::string> ops = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity",
-                                            "Dropout", "Shape", "Size", "Constant", "ConstantOfShape"};
+  static const std::set<std::string> ops = {"Reshape",  "Flatten",        "Squeeze", "Unsqueeze",
+                                            "Identity", "Dropout",        "Shape",   "Size",
+                                            "Constant", "ConstantOfShape"};
   return ops;
 }
 const std::set<std::string>& data_ops() {
-  static const std::set<std::string> ops = {"Transpose", "Concat", "Split", "Slice", "Gather",
-                                            "GatherElements", "GatherND", "Expand", "Tile", "Pad",
-                                            "Cast", "Range", "ScatterND", "ScatterElements", "Trilu",
-                                            "DepthToSpace", "SpaceToDepth", "NonZero", "OneHot"};
+  static const std::set<std::string> ops = {
+      "Transpose", "Concat",          "Split", "Slice",        "Gather",       "GatherElements",
+      "GatherND",  "Expand",          "Tile",  "Pad",          "Cast",         "Range",
+      "ScatterND", "ScatterElements", "Trilu", "DepthToSpace", "SpaceToDepth", "NonZero",
+      "OneHot"};
   return ops;
 }
 // Elementwise maps with their FLOPs per output element.
 const std::map<std::string, double>& elementwise_ops() {
-  static const std::map<std::string, double> ops = {
-      {"Add", 1}, {"Sub", 1}, {"Mul", 1}, {"Div", 1}, {"Relu", 1}, {"LeakyRelu", 2}, {"PRelu", 2},
-      {"Sigmoid", 4}, {"HardSigmoid", 3}, {"HardSwish", 4}, {"Tanh", 5}, {"Erf", 5}, {"Exp", 1},
-      {"Log", 1}, {"Sqrt", 1}, {"Reciprocal", 1}, {"Pow", 1}, {"Neg", 1}, {"Abs", 1}, {"Clip", 2},
-      {"Min", 1}, {"Max", 1}, {"Mean", 1}, {"Sum", 1}, {"Where", 1}, {"Equal", 1}, {"Less", 1},
-      {"Greater", 1}, {"LessOrEqual", 1}, {"GreaterOrEqual", 1}, {"Not", 1}, {"And", 1}, {"Or", 1},
-      {"Floor", 1}, {"Ceil", 1}, {"Round", 1}, {"Sin", 1}, {"Cos", 1}, {"Elu", 3}, {"Selu", 3},
-      {"Softplus", 3}, {"Softsign", 2}, {"Mish", 6}, {"Gelu", 8}, {"Celu", 3}, {"ThresholdedRelu", 1},
-      {"IsNaN", 1}, {"IsInf", 1}, {"Sign", 1}, {"Mod", 1}, {"BitShift", 1}};
+  static const std::map<std::string, double> ops = {{"Add", 1},         {"Sub", 1},
+                                                    {"Mul", 1},         {"Div", 1},
+                                                    {"Relu", 1},        {"LeakyRelu", 2},
+                                                    {"PRelu", 2},       {"Sigmoid", 4},
+                                                    {"HardSigmoid", 3}, {"HardSwish", 4},
+                                                    {"Tanh", 5},        {"Erf", 5},
+                                                    {"Exp", 1},         {"Log", 1},
+                                                    {"Sqrt", 1},        {"Reciprocal", 1},
+                                                    {"Pow", 1},         {"Neg", 1},
+                                                    {"Abs", 1},         {"Clip", 2},
+                                                    {"Min", 1},         {"Max", 1},
+                                                    {"Mean", 1},        {"Sum", 1},
+                                                    {"Where", 1},       {"Equal", 1},
+                                                    {"Less", 1},        {"Greater", 1},
+                                                    {"LessOrEqual", 1}, {"GreaterOrEqual", 1},
+                                                    {"Not", 1},         {"And", 1},
+                                                    {"Or", 1},          {"Floor", 1},
+                                                    {"Ceil", 1},        {"Round", 1},
+                                                    {"Sin", 1},         {"Cos", 1},
+                                                    {"Elu", 3},         {"Selu", 3},
+                                                    {"Softplus", 3},    {"Softsign", 2},
+                                                    {"Mish", 6},        {"Gelu", 8},
+                                                    {"Celu", 3},        {"ThresholdedRelu", 1},
+                                                    {"IsNaN", 1},       {"IsInf", 1},
+                                                    {"Sign", 1},        {"Mod", 1},
+                                                    {"BitShift", 1}};
   return ops;
 }
 
@@ -97,7 +116,8 @@ std::optional<std::int64_t> int_attr1(const onnx::NodeProto& n, const char* name
 
 }  // namespace
 
-onnx_report analyze_onnx(const std::string& path, const gpu_spec& device, const onnx_options& options) {
+onnx_report analyze_onnx(const std::string& path, const gpu_spec& device,
+                         const onnx_options& options) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw io_error("cannot read " + path);
   onnx::ModelProto model;
@@ -110,7 +130,8 @@ onnx_report analyze_onnx(const std::string& path, const gpu_spec& device, const 
   }
   onnx_report r;
   r.path = path;
-  r.producer = model.producer_name() + (model.producer_version().empty() ? "" : " " + model.producer_version());
+  r.producer = model.producer_name() +
+               (model.producer_version().empty() ? "" : " " + model.producer_version());
   for (const auto& op : model.opset_import()) {
     if (op.domain().empty() || op.domain() == "ai.onnx") r.opset = op.version();
   }
@@ -158,8 +179,9 @@ onnx_report analyze_onnx(const std::string& path, const gpu_spec& device, const 
   auto need_shape = [&](const onnx::NodeProto& n, const std::string& name) -> const tensor_info& {
     const tensor_info* t = info(name);
     if (!t || !t->shape_known) {
-      throw invalid_argument(fmt::format("{}: node '{}' ({}): shape of '{}' unknown after shape inference",
-                                         path, n.name(), n.op_type(), name));
+      throw invalid_argument(
+          fmt::format("{}: node '{}' ({}): shape of '{}' unknown after shape inference", path,
+                      n.name(), n.op_type(), name));
     }
     return *t;
   };
@@ -176,10 +198,12 @@ onnx_report analyze_onnx(const std::string& path, const gpu_spec& device, const 
     const double out_elems = out && out->shape_known ? out->elements() : 0;
     double bytes = 0;
     for (const auto& name : n.input()) {
-      if (const tensor_info* t = info(name); t && t->shape_known) bytes += t->elements() * elem_bytes(t->elem_type);
+      if (const tensor_info* t = info(name); t && t->shape_known)
+        bytes += t->elements() * elem_bytes(t->elem_type);
     }
     for (const auto& name : n.output()) {
-      if (const tensor_info* t = info(name); t && t->shape_known) bytes += t->elements() * elem_bytes(t->elem_type);
+      if (const tensor_info* t = info(name); t && t->shape_known)
+        bytes += t->elements() * elem_bytes(t->elem_type);
     }
     const std::string& op = n.op_type();
     double flops = 0;
@@ -189,17 +213,19 @@ onnx_report analyze_onnx(const std::string& path, const gpu_spec& device, const 
       c.kind = "matmul";
       const tensor_info& x = need_shape(n, n.input(0));
       const tensor_info& w = need_shape(n, n.input(1));
-      const double kernel = std::accumulate(w.dims.begin() + 2, w.dims.end(), 1.0,
-                                            [](double a, std::int64_t d) { return a * static_cast<double>(d); });
+      const double kernel =
+          std::accumulate(w.dims.begin() + 2, w.dims.end(), 1.0,
+                          [](double a, std::int64_t d) { return a * static_cast<double>(d); });
       const tensor_info& y = need_shape(n, n.output(0));
       const auto group = int_attr1(n, "group").value_or(1);
       const auto strides = int_attr(n, "strides");
-      const bool unit_stride = std::all_of(strides.begin(), strides.end(), [](std::int64_t s) { return s == 1; });
+      const bool unit_stride =
+          std::all_of(strides.begin(), strides.end(), [](std::int64_t s) { return s == 1; });
       // A 1x1 convolution with unit stride is a plain GEMM over the channels; a strided one
       // must gather its input first and runs with the other convolutions.
       ceiling = group > 1 && x.dims.size() > 1 && group == x.dims[1] ? "conv_depthwise"
-                : kernel == 1 && unit_stride                           ? "conv_1x1"
-                                                                       : "conv_kxk";
+                : kernel == 1 && unit_stride                         ? "conv_1x1"
+                                                                     : "conv_kxk";
       if (op == "Conv") {
         c.macs = y.elements() * static_cast<double>(w.dims.at(1)) * kernel;
       } else {  // each input element scatters into (M/group) x kernel outputs
@@ -210,7 +236,8 @@ onnx_report analyze_onnx(const std::string& path, const gpu_spec& device, const 
       c.kind = "matmul";
       ceiling = "gemm";
       const tensor_info& a = need_shape(n, n.input(0));
-      const double k = static_cast<double>(int_attr1(n, "transA").value_or(0) ? a.dims.at(0) : a.dims.at(1));
+      const double k =
+          static_cast<double>(int_attr1(n, "transA").value_or(0) ? a.dims.at(0) : a.dims.at(1));
       const tensor_info& y = need_shape(n, n.output(0));
       c.macs = y.elements() * k;
       flops = 2 * c.macs + (has_bias ? y.elements() : 0);
@@ -220,14 +247,16 @@ onnx_report analyze_onnx(const std::string& path, const gpu_spec& device, const 
       const double k = static_cast<double>(a.dims.empty() ? 1 : a.dims.back());
       c.macs = y.elements() * k;
       flops = 2 * c.macs;
-      const bool both_activations = !initializers.contains(n.input(0)) && !initializers.contains(n.input(1));
+      const bool both_activations =
+          !initializers.contains(n.input(0)) && !initializers.contains(n.input(1));
       c.kind = both_activations ? "attention_matmul" : "matmul";
       ceiling = both_activations ? "attention_matmul" : "gemm";
     } else if (op == "Softmax" || op == "LogSoftmax") {
       c.kind = "norm";
       flops = 5 * out_elems;
-    } else if (op == "LayerNormalization" || op == "InstanceNormalization" || op == "GroupNormalization" ||
-               op == "LpNormalization" || op == "MeanVarianceNormalization") {
+    } else if (op == "LayerNormalization" || op == "InstanceNormalization" ||
+               op == "GroupNormalization" || op == "LpNormalization" ||
+               op == "MeanVarianceNormalization") {
       c.kind = "norm";
       flops = 7 * out_elems;
     } else if (op == "BatchNormalization") {
@@ -237,8 +266,9 @@ onnx_report analyze_onnx(const std::string& path, const gpu_spec& device, const 
       c.kind = "pool";
       ceiling = "pool";
       const auto k = int_attr(n, "kernel_shape");
-      flops = out_elems * std::accumulate(k.begin(), k.end(), 1.0,
-                                          [](double a, std::int64_t d) { return a * static_cast<double>(d); });
+      flops = out_elems * std::accumulate(k.begin(), k.end(), 1.0, [](double a, std::int64_t d) {
+                return a * static_cast<double>(d);
+              });
     } else if (op == "GlobalAveragePool" || op == "GlobalMaxPool" || op.starts_with("Reduce") ||
                op == "ArgMax" || op == "ArgMin") {
       c.kind = op.starts_with("Global") ? "pool" : "reduce";
@@ -266,11 +296,13 @@ onnx_report analyze_onnx(const std::string& path, const gpu_spec& device, const 
     double rate = p.tflops;
     const double hardware_bandwidth = device.bandwidth_for(c.cost.bytes);
     double bandwidth = hardware_bandwidth;
-    if (auto it = device.ceilings_tflops.find(ceiling); !ceiling.empty() && it != device.ceilings_tflops.end()) {
+    if (auto it = device.ceilings_tflops.find(ceiling);
+        !ceiling.empty() && it != device.ceilings_tflops.end()) {
       rate = std::min(rate, it->second);
       c.peak_key = "ceiling:" + ceiling;
     }
-    if (auto it = device.ceilings_gbs.find(ceiling); !ceiling.empty() && it != device.ceilings_gbs.end()) {
+    if (auto it = device.ceilings_gbs.find(ceiling);
+        !ceiling.empty() && it != device.ceilings_gbs.end()) {
       bandwidth = std::min(bandwidth, it->second * 1e9);
       c.peak_key = "ceiling:" + ceiling;
     }

@@ -10,7 +10,8 @@ namespace keel::perf {
 namespace {
 
 void positive(double v, const char* field) {
-  if (!(v > 0) || !std::isfinite(v)) throw invalid_argument(fmt::format("{} must be positive (got {})", field, v));
+  if (!(v > 0) || !std::isfinite(v))
+    throw invalid_argument(fmt::format("{} must be positive (got {})", field, v));
 }
 
 }  // namespace
@@ -31,10 +32,10 @@ op_cost spmv_cost(const spmv_shape& s, dtype t) {
   positive(s.index_bytes, "index bytes");
   const double b = bytes_of(t);
   const double x_reads = s.x_reuse ? std::min(s.cols, s.nnz) : s.nnz;
-  const double bytes = s.nnz * (b + s.index_bytes)      // values + column indices
-                       + (s.rows + 1) * s.index_bytes   // row pointers
-                       + x_reads * b                    // x
-                       + s.rows * b;                    // y written
+  const double bytes = s.nnz * (b + s.index_bytes)     // values + column indices
+                       + (s.rows + 1) * s.index_bytes  // row pointers
+                       + x_reads * b                   // x
+                       + s.rows * b;                   // y written
   return {2 * s.nnz, bytes};
 }
 
@@ -49,10 +50,18 @@ double conv2d_shape::macs() const {
 }
 
 op_cost conv2d_cost(const conv2d_shape& s, dtype t) {
-  for (auto [v, f] : {std::pair{s.n, "batch"}, {s.c, "in channels"}, {s.h, "height"}, {s.w, "width"},
-                      {s.k, "out channels"}, {s.r, "kernel height"}, {s.s, "kernel width"},
-                      {s.stride_h, "stride"}, {s.stride_w, "stride"}, {s.groups, "groups"},
-                      {s.dilation_h, "dilation"}, {s.dilation_w, "dilation"}}) {
+  for (auto [v, f] : {std::pair{s.n, "batch"},
+                      {s.c, "in channels"},
+                      {s.h, "height"},
+                      {s.w, "width"},
+                      {s.k, "out channels"},
+                      {s.r, "kernel height"},
+                      {s.s, "kernel width"},
+                      {s.stride_h, "stride"},
+                      {s.stride_w, "stride"},
+                      {s.groups, "groups"},
+                      {s.dilation_h, "dilation"},
+                      {s.dilation_w, "dilation"}}) {
     positive(static_cast<double>(v), f);
   }
   if (s.pad_h < 0 || s.pad_w < 0) throw invalid_argument("padding must be >= 0");
@@ -64,7 +73,8 @@ op_cost conv2d_cost(const conv2d_shape& s, dtype t) {
   const double b = bytes_of(t);
   const double out = static_cast<double>(s.n) * s.k * s.out_h() * s.out_w();
   const double in = static_cast<double>(s.n) * s.c * s.h * s.w;
-  const double weights = static_cast<double>(s.k) * (s.c / s.groups) * s.r * s.s + (s.bias ? s.k : 0);
+  const double weights =
+      static_cast<double>(s.k) * (s.c / s.groups) * s.r * s.s + (s.bias ? s.k : 0);
   return {2 * s.macs() + (s.bias ? out : 0), (in + weights + out) * b};
 }
 
@@ -80,9 +90,9 @@ op_cost attention_cost(const attention_shape& s, dtype t, std::optional<dtype> k
   const double kvb = bytes_of(kv.value_or(t));
   const double scores = s.batch * s.heads * s.q_len * s.kv_len * (s.causal_skip ? 0.5 : 1.0);
   op_cost c;
-  c.flops = 2 * scores * s.head_dim   // Q K^T
-            + 2 * scores * s.head_dim // P V
-            + 5 * scores;             // scale, max, exp, sum, divide
+  c.flops = 2 * scores * s.head_dim    // Q K^T
+            + 2 * scores * s.head_dim  // P V
+            + 5 * scores;              // scale, max, exp, sum, divide
   const double q_and_o = 2 * s.batch * s.heads * s.q_len * s.head_dim * b;
   const double k_and_v = 2 * s.batch * s.kv_heads * s.kv_len * s.head_dim * kvb;
   c.bytes = q_and_o + k_and_v;

@@ -1,7 +1,7 @@
 // keel perf calibrate: the measurements are plausible for a CPU and the device document it
 // writes loads back into the GPU database's schema.
-#include "keel/core/error.hpp"
 #include "keel/perf/calibrate.hpp"
+#include "keel/core/error.hpp"
 #include "keel/perf/gpu_database.hpp"
 
 #include <gtest/gtest.h>

@@ -1,7 +1,7 @@
 // The GPU database: every entry sourced, the reference numbers of the spec, the version
 // tables, derivations, and the pick ranking.
-#include "keel/core/error.hpp"
 #include "keel/perf/gpu_database.hpp"
+#include "keel/core/error.hpp"
 #include "keel/perf/gpu_pick.hpp"
 
 #include <gtest/gtest.h>

@@ -40,17 +40,18 @@ TEST(GpusCli, ShowCompareAndPick) {
   EXPECT_EQ(run_keel({"gpus", "show", "gtx-1050"}).exit_code, 0);
   const json cmp = run_json({"gpus", "compare", "titan-v", "rtx-2080-ti", "--json"});
   EXPECT_EQ(cmp.at("a").at("name"), "titan-v");
-  const json pick = run_json({"gpus", "pick", "--budget", "2000", "--need", "fp16", "memory=24GiB", "--json"});
+  const json pick =
+      run_json({"gpus", "pick", "--budget", "2000", "--need", "fp16", "memory=24GiB", "--json"});
   EXPECT_EQ(pick.at("ranked").at(0).at("name"), "rtx-4090");
   EXPECT_FALSE(pick["ranked"][0].at("reasons").empty());
 }
 
 TEST(GpusCli, BadInputIsOneLineExitTwo) {
-  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
-           {"gpus", "show", "nonexistent"},
-           {"gpus", "support", "gtx-1050"},
-           {"gpus", "support", "gtx-1050", "--cuda", "twelve"},
-           {"gpus", "pick", "--need", "warp-drive"}}) {
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"gpus", "show", "nonexistent"},
+                                             {"gpus", "support", "gtx-1050"},
+                                             {"gpus", "support", "gtx-1050", "--cuda", "twelve"},
+                                             {"gpus", "pick", "--need", "warp-drive"}}) {
     const process_result r = run_keel(args);
     EXPECT_EQ(r.exit_code, 2) << r.err;
     EXPECT_EQ(count_lines(r.err), 1) << r.err;

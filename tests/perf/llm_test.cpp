@@ -1,7 +1,7 @@
 // LLM counts against the published reference numbers of the spec.
+#include "keel/perf/llm.hpp"
 #include "keel/core/error.hpp"
 #include "keel/perf/gpu_database.hpp"
-#include "keel/perf/llm.hpp"
 #include "keel/perf/svg.hpp"
 
 #include <gtest/gtest.h>
@@ -15,7 +15,8 @@ const gpu_spec& h100() { return gpu_database::builtin().at("h100-sxm"); }
 
 TEST(Llm, BundlesTheSixConfigs) {
   const auto names = bundled_llm_configs();
-  for (const char* n : {"gpt2", "llama-2-7b", "llama-3-8b", "mistral-7b", "qwen2-7b", "mixtral-8x7b"}) {
+  for (const char* n :
+       {"gpt2", "llama-2-7b", "llama-3-8b", "mistral-7b", "qwen2-7b", "mixtral-8x7b"}) {
     EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
   }
 }
@@ -37,7 +38,8 @@ TEST(Llm, Llama2PrefillMatchesTheReference) {
   o.batch = 1, o.seq = 128, o.weights = dtype::bf16;
   const llm_report r = analyze_llm(load_llm_config("llama-2-7b"), o, h100());
   EXPECT_NEAR(r.total_flops / 1700.06e9, 1.0, 0.005);
-  const double linear = 2.0 * (32 * (4.0 * 4096 * 4096 + 3.0 * 4096 * 11008) + 32000.0 * 4096) * 128;
+  const double linear =
+      2.0 * (32 * (4.0 * 4096 * 4096 + 3.0 * 4096 * 11008) + 32000.0 * 4096) * 128;
   EXPECT_DOUBLE_EQ(r.matmul_flops, linear + 4.0 * 32 * 128 * 128 * 4096);
   EXPECT_EQ(r.params.total, 6'738'415'616.0);
   EXPECT_DOUBLE_EQ(r.kv_bytes_per_token, 2.0 * 32 * 4096 * 2);
@@ -72,18 +74,21 @@ TEST(Llm, FlashRemovesTheScoreTraffic) {
 
 TEST(Llm, RejectsBadConfigs) {
   EXPECT_THROW(parse_llm_config(R"({"model_type": "bert"})", "x"), invalid_argument);
-  EXPECT_THROW(parse_llm_config(R"({"model_type": "llama", "hidden_size": 4096})", "x"), invalid_argument);
+  EXPECT_THROW(parse_llm_config(R"({"model_type": "llama", "hidden_size": 4096})", "x"),
+               invalid_argument);
   EXPECT_THROW(parse_llm_config("{", "x"), parse_error);
   EXPECT_THROW(load_llm_config("no-such-model"), invalid_argument);
 }
 
 TEST(Svg, IsAWellFormedChart) {
-  const std::string svg = roofline_svg("t <&>", 1e15, 3e12, {{"a", 10, 1e13}, {"b", 1000, 1e15}, {"bad", 0, 1}});
+  const std::string svg =
+      roofline_svg("t <&>", 1e15, 3e12, {{"a", 10, 1e13}, {"b", 1000, 1e15}, {"bad", 0, 1}});
   EXPECT_EQ(svg.rfind("<svg", 0), 0u);
   EXPECT_NE(svg.find("</svg>"), std::string::npos);
   EXPECT_NE(svg.find("t &lt;&amp;&gt;"), std::string::npos);
   std::size_t circles = 0;
-  for (std::size_t p = svg.find("<circle"); p != std::string::npos; p = svg.find("<circle", p + 1)) ++circles;
+  for (std::size_t p = svg.find("<circle"); p != std::string::npos; p = svg.find("<circle", p + 1))
+    ++circles;
   EXPECT_EQ(circles, 4u);  // two points, each with a legend dot; "bad" skipped
 }
 

@@ -1,8 +1,8 @@
 // ONNX import: per-node counts of a small graph checked by hand, ResNet-50's published MAC
 // count, the ceiling/overhead/cache extensions of the time model, and bad input.
+#include "keel/perf/onnx_model.hpp"
 #include "keel/core/error.hpp"
 #include "keel/perf/gpu_database.hpp"
-#include "keel/perf/onnx_model.hpp"
 
 #include <gtest/gtest.h>
 
@@ -33,13 +33,14 @@ TEST(OnnxModel, CountsTheTinyGraphByHand) {
   EXPECT_EQ(r.params, 8 * 3 * 3 * 3 + 8 + 10 * 512 + 10);
   const auto n = by_name(r);
   ASSERT_TRUE(n.contains("/conv/Conv") && n.contains("/MatMul") && n.contains("/MatMul_1") &&
-              n.contains("/fc/Gemm") && n.contains("/Softmax") && n.contains("/MaxPool") && n.contains("/Reshape"));
+              n.contains("/fc/Gemm") && n.contains("/Softmax") && n.contains("/MaxPool") &&
+              n.contains("/Reshape"));
 
   const onnx_node_cost& conv = *n.at("/conv/Conv");
   EXPECT_EQ(conv.kind, "matmul");
-  EXPECT_DOUBLE_EQ(conv.macs, 8.0 * 16 * 16 * 3 * 3 * 3);                   // 55,296
-  EXPECT_DOUBLE_EQ(conv.cost.flops, 2 * 55296.0 + 8 * 16 * 16);             // + bias
-  EXPECT_DOUBLE_EQ(conv.cost.bytes, 4.0 * (3 * 256 + 216 + 8 + 8 * 256));   // x, w, b, y
+  EXPECT_DOUBLE_EQ(conv.macs, 8.0 * 16 * 16 * 3 * 3 * 3);                  // 55,296
+  EXPECT_DOUBLE_EQ(conv.cost.flops, 2 * 55296.0 + 8 * 16 * 16);            // + bias
+  EXPECT_DOUBLE_EQ(conv.cost.bytes, 4.0 * (3 * 256 + 216 + 8 + 8 * 256));  // x, w, b, y
   EXPECT_EQ(conv.output_shape, (std::vector<std::int64_t>{1, 8, 16, 16}));
 
   const onnx_node_cost& qk = *n.at("/MatMul");
@@ -117,7 +118,8 @@ TEST(OnnxModel, CeilingsOverheadAndCacheLevelsShapeTheTime) {
   // A GB/s ceiling caps the bandwidth of its class: MaxPool's 10 KiB at 0.001 GB/s.
   gpu_spec slow_pool = toy;
   slow_pool.ceilings_gbs["pool"] = 0.001;
-  const onnx_node_cost& pool = *by_name(analyze_onnx(data_dir + "tiny.onnx", slow_pool)).at("/MaxPool");
+  const onnx_node_cost& pool =
+      *by_name(analyze_onnx(data_dir + "tiny.onnx", slow_pool)).at("/MaxPool");
   EXPECT_EQ(pool.peak_key, "ceiling:pool");
   EXPECT_EQ(pool.point.limit, bound::memory);
   EXPECT_NEAR(pool.point.seconds, 4.0 * (2048 + 512) / 1e6, 1e-12);

@@ -1,7 +1,7 @@
 // Op counts and the roofline, checked against hand-computed values.
+#include "keel/perf/ops.hpp"
 #include "keel/core/error.hpp"
 #include "keel/perf/gpu_database.hpp"
-#include "keel/perf/ops.hpp"
 #include "keel/perf/roofline.hpp"
 
 #include <gtest/gtest.h>

@@ -30,8 +30,8 @@ TEST(PerfCli, OpGemmJson) {
 }
 
 TEST(PerfCli, ExplainSpmvSaysMemoryBound) {
-  const process_result r = run_keel({"perf", "explain", "spmv", "--gpu", "titan-v", "--vs",
-                                     "rtx-2080-ti", "--dtype", "fp64"});
+  const process_result r = run_keel(
+      {"perf", "explain", "spmv", "--gpu", "titan-v", "--vs", "rtx-2080-ti", "--dtype", "fp64"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("Both are memory-bound"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("printf"), std::string::npos);
@@ -51,9 +51,13 @@ TEST(PerfCli, OpShapesValidate) {
     EXPECT_EQ(count_lines(r.err), 1) << r.err;
   }
   EXPECT_EQ(run_keel({"perf", "op", "conv2d", "--input", "1x64x56x56", "--out-channels", "64",
-                      "--padding", "1"}).exit_code, 0);
+                      "--padding", "1"})
+                .exit_code,
+            0);
   EXPECT_EQ(run_keel({"perf", "op", "attention", "--heads", "32", "--seq", "4096", "--flash",
-                      "--dtype", "bf16"}).exit_code, 0);
+                      "--dtype", "bf16"})
+                .exit_code,
+            0);
   EXPECT_EQ(run_keel({"perf", "op", "elementwise", "--elements", "1e8"}).exit_code, 0);
 }
 
@@ -91,7 +95,8 @@ TEST(PerfCli, ModelJsonContract) {
   const json resnet = run_json({"perf", "model", data_dir + "resnet50-graph.onnx", "--json"});
   EXPECT_NEAR(resnet.at("macs").get<double>() / 4.09e9, 1.0, 0.01);
   const std::string svg = std::string(KEEL_BINARY_DIR) + "/perf_model_test.svg";
-  const process_result text = run_keel({"perf", "model", data_dir + "resnet50-graph.onnx", "--svg", svg});
+  const process_result text =
+      run_keel({"perf", "model", data_dir + "resnet50-graph.onnx", "--svg", svg});
   EXPECT_EQ(text.exit_code, 0) << text.err;
   EXPECT_NE(text.out.find("slowest nodes"), std::string::npos) << text.out;
   EXPECT_TRUE(std::filesystem::exists(svg));
@@ -99,13 +104,15 @@ TEST(PerfCli, ModelJsonContract) {
 
 TEST(PerfCli, CalibrateWritesADeviceFileTheModelsTake) {
   const std::string file = std::string(KEEL_BINARY_DIR) + "/perf_calibrate_test.json";
-  const process_result c = run_keel({"perf", "calibrate", "--seconds", "0.02", "--dram-mib", "128", "--out", file, "--name", "here"});
+  const process_result c = run_keel({"perf", "calibrate", "--seconds", "0.02", "--dram-mib", "128",
+                                     "--out", file, "--name", "here"});
   ASSERT_EQ(c.exit_code, 0) << c.err;
   EXPECT_NE(c.out.find("GFLOP/s"), std::string::npos) << c.out;
   const json r = run_json({"perf", "model", data_dir + "tiny.onnx", "--gpu", file, "--json"});
   EXPECT_EQ(r.at("gpu"), "here");
   EXPECT_GT(r.at("predicted_ms").get<double>(), 0);
-  const json g = run_json({"perf", "op", "gemm", "512", "512", "512", "--dtype", "fp32", "--gpu", file, "--json"});
+  const json g = run_json(
+      {"perf", "op", "gemm", "512", "512", "512", "--dtype", "fp32", "--gpu", file, "--json"});
   EXPECT_GT(g.at("predicted_ms").get<double>(), 0);
 }
 

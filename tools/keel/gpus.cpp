@@ -26,15 +26,24 @@ json sources_json(const std::vector<perf::source_ref>& sources) {
 json gpu_json(const gpu_spec& g) {
   json derived = json::object();
   for (const auto& [k, v] : g.derived) derived[k] = {{"tflops", v}, {"how", g.derived_how.at(k)}};
-  return {{"name", g.name},           {"display", g.display},
-          {"arch", g.arch},           {"cc", g.cc.str()},
-          {"segment", g.segment},     {"year", g.year},
-          {"sms", opt_json(g.sms)},   {"boost_mhz", opt_json(g.boost_mhz)},
-          {"tflops", g.tflops},       {"derived", derived},
-          {"memory_gb", g.memory_gb}, {"memory_type", g.memory_type},
-          {"bandwidth_gbs", g.bandwidth_gbs}, {"l2_mb", opt_json(g.l2_mb)},
-          {"tdp_w", opt_json(g.tdp_w)}, {"price_usd", opt_json(g.price_usd)},
-          {"note", g.note},           {"source", g.source_text()},
+  return {{"name", g.name},
+          {"display", g.display},
+          {"arch", g.arch},
+          {"cc", g.cc.str()},
+          {"segment", g.segment},
+          {"year", g.year},
+          {"sms", opt_json(g.sms)},
+          {"boost_mhz", opt_json(g.boost_mhz)},
+          {"tflops", g.tflops},
+          {"derived", derived},
+          {"memory_gb", g.memory_gb},
+          {"memory_type", g.memory_type},
+          {"bandwidth_gbs", g.bandwidth_gbs},
+          {"l2_mb", opt_json(g.l2_mb)},
+          {"tdp_w", opt_json(g.tdp_w)},
+          {"price_usd", opt_json(g.price_usd)},
+          {"note", g.note},
+          {"source", g.source_text()},
           {"sources", sources_json(g.sources)}};
 }
 
@@ -56,8 +65,9 @@ void print_list(const std::vector<const gpu_spec*>& gpus) {
                rate_cell(*g, "fp8_tensor"), fmt::format("{:g}G", g->memory_gb),
                fmt::format("{:g}", g->bandwidth_gbs), opt_cell(g->price_usd));
   }
-  fmt::print("TFLOP/s dense; /tc = tensor cores; * = derived from the CUDA C++ Programming Guide's "
-             "per-SM rates; - = not published. `keel gpus show NAME` lists sources.\n");
+  fmt::print(
+      "TFLOP/s dense; /tc = tensor cores; * = derived from the CUDA C++ Programming Guide's "
+      "per-SM rates; - = not published. `keel gpus show NAME` lists sources.\n");
 }
 
 void print_show(const gpu_spec& g) {
@@ -76,7 +86,8 @@ void print_show(const gpu_spec& g) {
              g.bandwidth_gbs);
   fmt::print("  L2 cache          {} MB\n", opt_cell(g.l2_mb));
   fmt::print("  TDP               {} W\n", opt_cell(g.tdp_w));
-  fmt::print("  launch price      {}\n", g.price_usd ? fmt::format("${:g}", *g.price_usd) : "not published");
+  fmt::print("  launch price      {}\n",
+             g.price_usd ? fmt::format("${:g}", *g.price_usd) : "not published");
   if (!g.note.empty()) fmt::print("  note              {}\n", g.note);
   fmt::print("  sources\n");
   for (const auto& s : g.sources) fmt::print("    {} <{}>\n", s.title, s.url);
@@ -91,7 +102,8 @@ void add_list(CLI::App* group) {
   cmd->callback([json_out, arch] {
     std::vector<const gpu_spec*> gpus;
     for (const gpu_spec& g : perf::gpu_database::builtin().gpus()) {
-      if (arch->empty() || fmt::format("{}", g.arch).find(*arch) != std::string::npos) gpus.push_back(&g);
+      if (arch->empty() || fmt::format("{}", g.arch).find(*arch) != std::string::npos)
+        gpus.push_back(&g);
     }
     if (*json_out) {
       json out = json::array();
@@ -111,8 +123,10 @@ void add_show(CLI::App* group) {
   cmd->add_option("name", *name, "GPU name (see `keel gpus list`)")->required();
   cmd->callback([json_out, name] {
     const gpu_spec& g = perf::gpu_database::builtin().at(*name);
-    if (*json_out) print_json(gpu_json(g));
-    else print_show(g);
+    if (*json_out)
+      print_json(gpu_json(g));
+    else
+      print_show(g);
   });
 }
 
@@ -126,13 +140,15 @@ void add_compare(CLI::App* group) {
     const auto& db = perf::gpu_database::builtin();
     const gpu_spec& a = db.at((*names)[0]);
     const gpu_spec& b = db.at((*names)[1]);
-    std::vector<std::string> keys = {"fp64", "fp64_tensor", "fp32", "fp16", "tf32_tensor",
-                                     "fp16_tensor", "bf16_tensor", "fp8_tensor", "int8_tensor",
-                                     "fp4_tensor"};
+    std::vector<std::string> keys = {"fp64",        "fp64_tensor", "fp32",        "fp16",
+                                     "tf32_tensor", "fp16_tensor", "bf16_tensor", "fp8_tensor",
+                                     "int8_tensor", "fp4_tensor"};
     json rows = json::array();
     auto row = [&](const std::string& key, std::optional<double> va, std::optional<double> vb) {
       if (!va && !vb) return;
-      rows.push_back({{"metric", key}, {"a", opt_json(va)}, {"b", opt_json(vb)},
+      rows.push_back({{"metric", key},
+                      {"a", opt_json(va)},
+                      {"b", opt_json(vb)},
                       {"ratio", va && vb && *va > 0 ? json(*vb / *va) : json(nullptr)}});
     };
     for (const std::string& k : keys) row(k, a.rate(k), b.rate(k));
@@ -150,16 +166,21 @@ void add_compare(CLI::App* group) {
     }
     fmt::print("{:<26} {:>14} {:>14} {:>8}\n", "metric", a.name, b.name, "B/A");
     for (const json& r : rows) {
-      auto cell = [](const json& v) { return v.is_null() ? std::string("-") : fmt::format("{:.4g}", v.get<double>()); };
+      auto cell = [](const json& v) {
+        return v.is_null() ? std::string("-") : fmt::format("{:.4g}", v.get<double>());
+      };
       fmt::print("{:<26} {:>14} {:>14} {:>8}\n", r["metric"].get<std::string>(), cell(r["a"]),
-                 cell(r["b"]), r["ratio"].is_null() ? "-" : fmt::format("{:.2f}x", r["ratio"].get<double>()));
+                 cell(r["b"]),
+                 r["ratio"].is_null() ? "-" : fmt::format("{:.2f}x", r["ratio"].get<double>()));
     }
-    fmt::print("sources: {}: {}\n         {}: {}\n", a.name, a.source_text(), b.name, b.source_text());
+    fmt::print("sources: {}: {}\n         {}: {}\n", a.name, a.source_text(), b.name,
+               b.source_text());
   });
 }
 
 void add_support(CLI::App* group) {
-  auto* cmd = group->add_subcommand("support", "Does a CUDA toolkit or cuDNN release support this GPU?");
+  auto* cmd =
+      group->add_subcommand("support", "Does a CUDA toolkit or cuDNN release support this GPU?");
   auto json_out = std::make_shared<bool>(false);
   auto name = std::make_shared<std::string>();
   auto cuda = std::make_shared<std::string>();
@@ -176,8 +197,11 @@ void add_support(CLI::App* group) {
     const perf::support_answer a = cuda->empty() ? db.cudnn_support(g, perf::parse_version(*cudnn))
                                                  : db.cuda_support(g, perf::parse_version(*cuda));
     if (*json_out) {
-      print_json({{"supported", a.supported}, {"reason", a.reason}, {"source", a.source_text()},
-                  {"gpu", g.name}, {"compute_capability", g.cc.str()},
+      print_json({{"supported", a.supported},
+                  {"reason", a.reason},
+                  {"source", a.source_text()},
+                  {"gpu", g.name},
+                  {"compute_capability", g.cc.str()},
                   {"sources", sources_json(a.sources)}});
       return;
     }
@@ -187,7 +211,8 @@ void add_support(CLI::App* group) {
 }
 
 void add_pick(CLI::App* group) {
-  auto* cmd = group->add_subcommand("pick", "Rank the GPUs that fit a budget and needs, with reasons");
+  auto* cmd =
+      group->add_subcommand("pick", "Rank the GPUs that fit a budget and needs, with reasons");
   auto json_out = std::make_shared<bool>(false);
   auto budget = std::make_shared<double>(0);
   auto needs = std::make_shared<std::vector<std::string>>();
@@ -196,40 +221,52 @@ void add_pick(CLI::App* group) {
   auto* o_budget = cmd->add_option("--budget", *budget, "Budget in USD (launch prices)");
   cmd->add_option("--need", *needs,
                   "fp64 | fp16 | bf16 | tf32 | fp8 | int8 | memory=SIZE | bandwidth=GBPS | "
-                  "cuda=VER | cudnn=VER (repeatable)")->take_all();
+                  "cuda=VER | cudnn=VER (repeatable)")
+      ->take_all();
   cmd->add_option("--top", *top, "How many to show (default 5)")->check(CLI::PositiveNumber);
   cmd->callback([=] {
-    const std::optional<double> b = o_budget->count() ? std::optional<double>(*budget) : std::nullopt;
+    const std::optional<double> b =
+        o_budget->count() ? std::optional<double>(*budget) : std::nullopt;
     const perf::pick_result r = perf::pick_gpus(perf::gpu_database::builtin(), b, *needs);
-    const std::size_t shown = std::min<std::size_t>(r.ranked.size(), static_cast<std::size_t>(*top));
+    const std::size_t shown =
+        std::min<std::size_t>(r.ranked.size(), static_cast<std::size_t>(*top));
     if (*json_out) {
       json ranked = json::array();
       for (std::size_t i = 0; i < shown; ++i) {
         const auto& c = r.ranked[i];
-        ranked.push_back({{"rank", i + 1}, {"name", c.gpu->name}, {"score", c.score},
-                          {"score_key", c.score_key}, {"price_usd", opt_json(c.gpu->price_usd)},
-                          {"reasons", c.reasons}, {"source", c.gpu->source_text()}});
+        ranked.push_back({{"rank", i + 1},
+                          {"name", c.gpu->name},
+                          {"score", c.score},
+                          {"score_key", c.score_key},
+                          {"price_usd", opt_json(c.gpu->price_usd)},
+                          {"reasons", c.reasons},
+                          {"source", c.gpu->source_text()}});
       }
       json rejected = json::array();
-      for (const auto& x : r.rejected) rejected.push_back({{"name", x.gpu->name}, {"reason", x.reason}});
-      print_json({{"metric", r.metric}, {"ranked", ranked}, {"qualifying", r.ranked.size()},
+      for (const auto& x : r.rejected)
+        rejected.push_back({{"name", x.gpu->name}, {"reason", x.reason}});
+      print_json({{"metric", r.metric},
+                  {"ranked", ranked},
+                  {"qualifying", r.ranked.size()},
                   {"rejected", rejected}});
       return;
     }
     if (r.ranked.empty()) fmt::print("No GPU in the database meets all needs.\n");
     for (std::size_t i = 0; i < shown; ++i) {
       const auto& c = r.ranked[i];
-      fmt::print("{}. {} ({}): {}\n", i + 1, c.gpu->name, c.gpu->display, fmt::join(c.reasons, "; "));
+      fmt::print("{}. {} ({}): {}\n", i + 1, c.gpu->name, c.gpu->display,
+                 fmt::join(c.reasons, "; "));
     }
-    fmt::print("ranked by {}; {} qualify, {} rejected (--json lists why)\n", r.metric, r.ranked.size(),
-               r.rejected.size());
+    fmt::print("ranked by {}; {} qualify, {} rejected (--json lists why)\n", r.metric,
+               r.ranked.size(), r.rejected.size());
   });
 }
 
 }  // namespace
 
 void add_gpus_commands(CLI::App& root) {
-  CLI::App* group = root.add_subcommand("gpus", "GPU database: specs, support for CUDA/cuDNN versions, which card to pick");
+  CLI::App* group = root.add_subcommand(
+      "gpus", "GPU database: specs, support for CUDA/cuDNN versions, which card to pick");
   group->require_subcommand(1);
   add_list(group);
   add_show(group);

@@ -4,11 +4,11 @@
 #include "keel/core/error.hpp"
 #include "keel/perf/calibrate.hpp"
 #include "keel/perf/gpu_database.hpp"
-#include "keel/perf/onnx_model.hpp"
 #include "keel/perf/llm.hpp"
-#include "keel/perf/svg.hpp"
+#include "keel/perf/onnx_model.hpp"
 #include "keel/perf/ops.hpp"
 #include "keel/perf/roofline.hpp"
+#include "keel/perf/svg.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -65,7 +65,8 @@ std::vector<std::int64_t> parse_dims(const std::string& text, std::size_t count,
     }
   }
   if (dims.size() != count && !(count == 2 && dims.size() == 1)) {
-    throw invalid_argument(fmt::format("bad {} '{}' (expected {} numbers joined by 'x')", what, text, count));
+    throw invalid_argument(
+        fmt::format("bad {} '{}' (expected {} numbers joined by 'x')", what, text, count));
   }
   if (dims.size() == 1) dims.push_back(dims[0]);
   return dims;
@@ -93,29 +94,33 @@ costed_op cost_of(const op_request& r) {
     const auto in = parse_dims(r.input, 4, "--input NxCxHxW");
     const auto k = parse_dims(r.kernel, 2, "--kernel R or RxS");
     conv2d_shape s;
-    s.n = in[0], s.c = in[1], s.h = in[2], s.w = in[3], s.k = r.out_channels, s.r = k[0], s.s = k[1];
+    s.n = in[0], s.c = in[1], s.h = in[2], s.w = in[3], s.k = r.out_channels, s.r = k[0],
+    s.s = k[1];
     s.stride_h = s.stride_w = r.stride;
     s.pad_h = s.pad_w = r.padding;
     s.dilation_h = s.dilation_w = r.dilation;
     s.groups = r.groups;
     const op_cost c = conv2d_cost(s, t);
-    return {c, fmt::format("conv2d {} -> {}x{}x{}x{}, kernel {}x{}, stride {}, groups {} ({:.4g} GMACs)",
-                           r.input, s.n, s.k, s.out_h(), s.out_w(), s.r, s.s, r.stride, s.groups,
-                           s.macs() / 1e9)};
+    return {c, fmt::format(
+                   "conv2d {} -> {}x{}x{}x{}, kernel {}x{}, stride {}, groups {} ({:.4g} GMACs)",
+                   r.input, s.n, s.k, s.out_h(), s.out_w(), s.r, s.s, r.stride, s.groups,
+                   s.macs() / 1e9)};
   }
   if (r.kind == "attention") {
     attention_shape s;
     s.batch = r.batch, s.heads = r.heads, s.kv_heads = r.kv_heads > 0 ? r.kv_heads : r.heads;
     s.q_len = r.seq, s.kv_len = r.kv_len > 0 ? r.kv_len : r.seq, s.head_dim = r.head_dim;
     s.flash = r.flash, s.causal_skip = r.causal;
-    return {attention_cost(s, t), fmt::format("attention batch {}, {} heads ({} kv), q {} x kv {}, d {}{}",
-                                              s.batch, s.heads, s.kv_heads, s.q_len, s.kv_len,
-                                              s.head_dim, s.flash ? ", fused (flash)" : ", unfused")};
+    return {attention_cost(s, t),
+            fmt::format("attention batch {}, {} heads ({} kv), q {} x kv {}, d {}{}", s.batch,
+                        s.heads, s.kv_heads, s.q_len, s.kv_len, s.head_dim,
+                        s.flash ? ", fused (flash)" : ", unfused")};
   }
   if (r.kind == "elementwise") {
     const elementwise_shape s{r.elements, r.inputs, r.outputs, r.flops_per_element};
-    return {elementwise_cost(s, t), fmt::format("elementwise {} elements, {} in / {} out, {} FLOPs each",
-                                                s.elements, s.inputs, s.outputs, s.flops_per_element)};
+    return {elementwise_cost(s, t),
+            fmt::format("elementwise {} elements, {} in / {} out, {} FLOPs each", s.elements,
+                        s.inputs, s.outputs, s.flops_per_element)};
   }
   throw invalid_argument("unknown op " + r.kind);
 }
@@ -130,7 +135,8 @@ struct op_result {
 op_result run_op(const op_request& r, const std::string& gpu_name) {
   op_result res{cost_of(r), resolve_device(gpu_name), {}, {}};
   res.peak = res.gpu.peak(parse_dtype(r.dtype_name), !r.no_tensor);
-  res.point = evaluate(res.op.cost, res.peak.tflops * 1e12, res.gpu.bandwidth_for(res.op.cost.bytes));
+  res.point =
+      evaluate(res.op.cost, res.peak.tflops * 1e12, res.gpu.bandwidth_for(res.op.cost.bytes));
   return res;
 }
 
@@ -166,7 +172,8 @@ void print_result(const op_request& r, const op_result& x) {
              x.gpu.bandwidth_gbs);
   fmt::print("  FLOPs            {}\n", human(x.op.cost.flops, "FLOP"));
   fmt::print("  bytes            {}\n", human(x.op.cost.bytes, "B"));
-  fmt::print("  intensity        {:.4g} FLOP/byte (ridge point {:.4g})\n", x.point.intensity, x.point.ridge);
+  fmt::print("  intensity        {:.4g} FLOP/byte (ridge point {:.4g})\n", x.point.intensity,
+             x.point.ridge);
   fmt::print("  bound            {}\n", name_of(x.point.limit));
   fmt::print("  predicted time   {:.4g} ms (roofline lower bound)\n", x.point.seconds * 1e3);
   fmt::print("  fraction of peak {:.3g}%\n", x.point.fraction_of_peak * 100);
@@ -183,7 +190,8 @@ void add_shape_options(CLI::App* cmd, op_request& r) {
     cmd->add_option("--rows", r.rows, "Rows")->required();
     cmd->add_option("--cols", r.cols, "Columns (default: rows)");
     cmd->add_option("--nnz", r.nnz, "Nonzeros")->required();
-    cmd->add_option("--index-bytes", r.index_bytes, "Bytes per column index / row pointer (default 4)");
+    cmd->add_option("--index-bytes", r.index_bytes,
+                    "Bytes per column index / row pointer (default 4)");
     cmd->add_flag("--no-x-reuse", r.no_x_reuse, "Read x once per nonzero (no cache reuse)");
   } else if (r.kind == "conv2d") {
     cmd->add_option("--input", r.input, "NxCxHxW")->required();
@@ -213,7 +221,8 @@ void add_shape_options(CLI::App* cmd, op_request& r) {
 constexpr const char* k_op_kinds[] = {"gemm", "spmv", "conv2d", "attention", "elementwise"};
 
 void add_op(CLI::App* group) {
-  auto* op = group->add_subcommand("op", "Roofline of one kernel: FLOPs, bytes, intensity, bound, time");
+  auto* op =
+      group->add_subcommand("op", "Roofline of one kernel: FLOPs, bytes, intensity, bound, time");
   op->require_subcommand(1);
   for (const char* kind : k_op_kinds) {
     auto r = std::make_shared<op_request>();
@@ -224,8 +233,10 @@ void add_op(CLI::App* group) {
     add_json_flag(cmd, r->json_out);
     cmd->callback([r] {
       const op_result x = run_op(*r, r->gpu);
-      if (r->json_out) print_json(result_json(*r, x));
-      else print_result(*r, x);
+      if (r->json_out)
+        print_json(result_json(*r, x));
+      else
+        print_result(*r, x);
     });
   }
 }
@@ -237,17 +248,18 @@ std::vector<std::string> explain(const op_request& r, const op_result& a, const 
   std::vector<std::string> lines;
   const auto& pa = a.point;
   const auto& pb = b.point;
-  lines.push_back(fmt::format(
-      "{} in {} does {} and moves {} at minimum: {:.3g} FLOP per byte.", a.op.description,
-      r.dtype_name, human(a.op.cost.flops, "FLOP"), human(a.op.cost.bytes, "B"), pa.intensity));
+  lines.push_back(fmt::format("{} in {} does {} and moves {} at minimum: {:.3g} FLOP per byte.",
+                              a.op.description, r.dtype_name, human(a.op.cost.flops, "FLOP"),
+                              human(a.op.cost.bytes, "B"), pa.intensity));
   for (const op_result* x : {&a, &b}) {
     const auto& p = x->point;
     lines.push_back(fmt::format(
-        "{}: {} peak {:.4g} TFLOP/s ({}{}), {:g} GB/s, ridge point {:.3g} FLOP/byte. The kernel is {} "
+        "{}: {} peak {:.4g} TFLOP/s ({}{}), {:g} GB/s, ridge point {:.3g} FLOP/byte. The kernel is "
+        "{} "
         "({:.3g}x {} the ridge): predicted {:.4g} ms, {:.3g}% of peak.",
         x->gpu.name, r.dtype_name, x->peak.tflops, x->peak.key,
-        x->peak.derived ? ", derived from the CUDA guide's per-SM rate" : "", x->gpu.bandwidth_gbs, p.ridge,
-        name_of(p.limit) == std::string_view("memory") ? "memory-bound" : "compute-bound",
+        x->peak.derived ? ", derived from the CUDA guide's per-SM rate" : "", x->gpu.bandwidth_gbs,
+        p.ridge, name_of(p.limit) == std::string_view("memory") ? "memory-bound" : "compute-bound",
         p.intensity < p.ridge ? p.ridge / p.intensity : p.intensity / p.ridge,
         p.intensity < p.ridge ? "below" : "above", p.seconds * 1e3, p.fraction_of_peak * 100));
   }
@@ -261,14 +273,16 @@ std::vector<std::string> explain(const op_request& r, const op_result& a, const 
         r.dtype_name, a.gpu.name, flop_ratio, r.dtype_name, b.gpu.name, bw_ratio, a.gpu.name,
         time_ratio, b.gpu.name));
   } else if (pa.limit == bound::compute && pb.limit == bound::compute) {
-    lines.push_back(fmt::format("Both are compute-bound: time follows the {} peak ({:.3g}x), "
-                                "predicted time ratio {}/{} = {:.3g}.",
-                                r.dtype_name, flop_ratio, a.gpu.name, b.gpu.name, time_ratio));
+    lines.push_back(
+        fmt::format("Both are compute-bound: time follows the {} peak ({:.3g}x), "
+                    "predicted time ratio {}/{} = {:.3g}.",
+                    r.dtype_name, flop_ratio, a.gpu.name, b.gpu.name, time_ratio));
   } else {
-    lines.push_back(fmt::format("The bound differs ({} is {}-bound, {} is {}-bound); predicted time "
-                                "ratio {}/{} = {:.3g}.",
-                                a.gpu.name, name_of(pa.limit), b.gpu.name, name_of(pb.limit),
-                                a.gpu.name, b.gpu.name, time_ratio));
+    lines.push_back(
+        fmt::format("The bound differs ({} is {}-bound, {} is {}-bound); predicted time "
+                    "ratio {}/{} = {:.3g}.",
+                    a.gpu.name, name_of(pa.limit), b.gpu.name, name_of(pb.limit), a.gpu.name,
+                    b.gpu.name, time_ratio));
   }
   if (a_worst && b_worst) {
     lines.push_back(fmt::format(
@@ -277,7 +291,8 @@ std::vector<std::string> explain(const op_request& r, const op_result& a, const 
         "set by bandwidth and by how well the gathers coalesce.",
         a_worst->point.intensity, a_worst->point.seconds * 1e3, b_worst->point.seconds * 1e3));
   }
-  if (pa.limit == bound::memory && pb.limit == bound::memory && time_ratio > 0.8 && time_ratio < 1.25) {
+  if (pa.limit == bound::memory && pb.limit == bound::memory && time_ratio > 0.8 &&
+      time_ratio < 1.25) {
     lines.push_back(fmt::format(
         "So if the kernel ran clearly slower on {} than on {}, the hardware roofline does not "
         "explain it: look at what the model leaves out, in order of usual size: printf or other "
@@ -291,7 +306,8 @@ std::vector<std::string> explain(const op_request& r, const op_result& a, const 
 }
 
 void add_explain(CLI::App* group) {
-  auto* ex = group->add_subcommand("explain", "Compare one kernel on two GPUs and say why in words");
+  auto* ex =
+      group->add_subcommand("explain", "Compare one kernel on two GPUs and say why in words");
   ex->require_subcommand(1);
   for (const char* kind : k_op_kinds) {
     auto r = std::make_shared<op_request>();
@@ -320,8 +336,10 @@ void add_explain(CLI::App* group) {
       }
       const std::vector<std::string> lines = explain(*r, a, b, a_worst, b_worst);
       if (r->json_out) {
-        print_json({{"a", result_json(*r, a)}, {"b", result_json(*r, b)},
-                    {"time_ratio", a.point.seconds / b.point.seconds}, {"explanation", lines}});
+        print_json({{"a", result_json(*r, a)},
+                    {"b", result_json(*r, b)},
+                    {"time_ratio", a.point.seconds / b.point.seconds},
+                    {"explanation", lines}});
         return;
       }
       for (const std::string& line : lines) fmt::print("{}\n\n", line);
@@ -338,7 +356,8 @@ void write_text_file(const std::string& path, const std::string& text) {
 
 std::string with_commas(double v) {
   std::string digits = fmt::format("{:.0f}", v);
-  for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3) digits.insert(static_cast<std::size_t>(i), ",");
+  for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3)
+    digits.insert(static_cast<std::size_t>(i), ",");
   return digits;
 }
 
@@ -357,10 +376,13 @@ void add_llm(CLI::App* group) {
   auto r = std::make_shared<llm_request>();
   std::string names;
   for (const std::string& n : bundled_llm_configs()) names += (names.empty() ? "" : ", ") + n;
-  auto* cmd = group->add_subcommand("llm", "Per-layer FLOPs, bytes, bound and time of a decoder LLM");
-  cmd->add_option("--config", r->config, "Bundled config (" + names + ") or a config.json path")->required();
+  auto* cmd =
+      group->add_subcommand("llm", "Per-layer FLOPs, bytes, bound and time of a decoder LLM");
+  cmd->add_option("--config", r->config, "Bundled config (" + names + ") or a config.json path")
+      ->required();
   cmd->add_option("--batch", r->batch, "Sequences (default 1)");
-  cmd->add_option("--seq", r->seq, "Prompt length (prefill) or cached tokens (decode); default 128");
+  cmd->add_option("--seq", r->seq,
+                  "Prompt length (prefill) or cached tokens (decode); default 128");
   cmd->add_option("--phase", r->phase, "prefill | decode (default prefill)")
       ->check(CLI::IsMember({"prefill", "decode"}));
   cmd->add_option("--gpu", r->gpu, "GPU name or device file (default h100-sxm)");
@@ -385,44 +407,61 @@ void add_llm(CLI::App* group) {
     if (!r->svg.empty()) {
       std::vector<svg_point> points;
       for (const llm_op& op : rep.ops) {
-        if (op.cost.flops > 0) points.push_back({op.name, op.point.intensity, op.cost.flops / op.point.seconds});
+        if (op.cost.flops > 0)
+          points.push_back({op.name, op.point.intensity, op.cost.flops / op.point.seconds});
       }
       const peak_rate peak = device.peak(o.weights, o.tensor);
-      write_text_file(r->svg, roofline_svg(fmt::format("{} {} b{} s{} {} on {}", config.name, r->phase,
-                                                       r->batch, r->seq, r->dtype_name, device.name),
-                                           peak.tflops * 1e12, device.bandwidth_bytes_per_s(), points));
+      write_text_file(r->svg,
+                      roofline_svg(fmt::format("{} {} b{} s{} {} on {}", config.name, r->phase,
+                                               r->batch, r->seq, r->dtype_name, device.name),
+                                   peak.tflops * 1e12, device.bandwidth_bytes_per_s(), points));
     }
     if (r->json_out) {
       json layers = json::array();
       for (const llm_op& op : rep.ops) {
-        layers.push_back({{"name", op.name}, {"count", op.count}, {"flops", op.cost.flops},
-                          {"bytes", op.cost.bytes}, {"intensity", op.point.intensity},
-                          {"bound", std::string(name_of(op.point.limit))}, {"peak_key", op.peak_key},
+        layers.push_back({{"name", op.name},
+                          {"count", op.count},
+                          {"flops", op.cost.flops},
+                          {"bytes", op.cost.bytes},
+                          {"intensity", op.point.intensity},
+                          {"bound", std::string(name_of(op.point.limit))},
+                          {"peak_key", op.peak_key},
                           {"time_ms", op.point.seconds * 1e3}});
       }
-      print_json({{"model", config.name}, {"phase", r->phase}, {"batch", r->batch}, {"seq", r->seq},
-                  {"dtype", r->dtype_name}, {"kv_dtype", std::string(name_of(o.kv.value_or(o.weights)))},
-                  {"gpu", device.name}, {"params", rep.params.total}, {"params_active", rep.params.active},
-                  {"params_embedding", rep.params.embedding}, {"total_flops", rep.total_flops},
-                  {"matmul_flops", rep.matmul_flops}, {"total_bytes", rep.total_bytes},
-                  {"predicted_ms", rep.seconds * 1e3}, {"kv_cache_bytes_per_token", rep.kv_bytes_per_token},
-                  {"layers", layers}, {"source", device.source_text()}});
+      print_json({{"model", config.name},
+                  {"phase", r->phase},
+                  {"batch", r->batch},
+                  {"seq", r->seq},
+                  {"dtype", r->dtype_name},
+                  {"kv_dtype", std::string(name_of(o.kv.value_or(o.weights)))},
+                  {"gpu", device.name},
+                  {"params", rep.params.total},
+                  {"params_active", rep.params.active},
+                  {"params_embedding", rep.params.embedding},
+                  {"total_flops", rep.total_flops},
+                  {"matmul_flops", rep.matmul_flops},
+                  {"total_bytes", rep.total_bytes},
+                  {"predicted_ms", rep.seconds * 1e3},
+                  {"kv_cache_bytes_per_token", rep.kv_bytes_per_token},
+                  {"layers", layers},
+                  {"source", device.source_text()}});
       return;
     }
-    fmt::print("{} {}, batch {}, seq {}, {} (KV {}) on {}\n", config.name, r->phase, r->batch, r->seq,
-               r->dtype_name, name_of(o.kv.value_or(o.weights)), device.name);
+    fmt::print("{} {}, batch {}, seq {}, {} (KV {}) on {}\n", config.name, r->phase, r->batch,
+               r->seq, r->dtype_name, name_of(o.kv.value_or(o.weights)), device.name);
     fmt::print("parameters {} (active per token {}, embedding {})\n", with_commas(rep.params.total),
                with_commas(rep.params.active), with_commas(rep.params.embedding));
     fmt::print("KV cache {} bytes per token\n\n", with_commas(rep.kv_bytes_per_token));
-    fmt::print("{:<20} {:>5} {:>12} {:>12} {:>10} {:>8} {:>12}\n", "op (one instance)", "x", "FLOPs", "bytes",
-               "FLOP/B", "bound", "time us");
+    fmt::print("{:<20} {:>5} {:>12} {:>12} {:>10} {:>8} {:>12}\n", "op (one instance)", "x",
+               "FLOPs", "bytes", "FLOP/B", "bound", "time us");
     for (const llm_op& op : rep.ops) {
       fmt::print("{:<20} {:>5} {:>12} {:>12} {:>10.3g} {:>8} {:>12.4g}\n", op.name, op.count,
                  human(op.cost.flops, "FLOP"), human(op.cost.bytes, "B"), op.point.intensity,
                  name_of(op.point.limit), op.point.seconds * 1e6);
     }
-    fmt::print("\ntotal {} ({} in matmuls), {} moved, predicted {:.4g} ms\n", human(rep.total_flops, "FLOP"),
-               human(rep.matmul_flops, "FLOP"), human(rep.total_bytes, "B"), rep.seconds * 1e3);
+    fmt::print("\ntotal {} ({} in matmuls), {} moved, predicted {:.4g} ms\n",
+               human(rep.total_flops, "FLOP"), human(rep.matmul_flops, "FLOP"),
+               human(rep.total_bytes, "B"), rep.seconds * 1e3);
     if (!r->svg.empty()) fmt::print("roofline chart written to {}\n", r->svg);
   });
 }
@@ -437,10 +476,12 @@ void add_model(CLI::App* group) {
     int top = 10;
   };
   auto r = std::make_shared<request>();
-  auto* cmd = group->add_subcommand("model", "Per-node FLOPs, MACs, bytes and roofline time of an ONNX graph");
+  auto* cmd = group->add_subcommand(
+      "model", "Per-node FLOPs, MACs, bytes and roofline time of an ONNX graph");
   cmd->add_option("file", r->path, "ONNX model file")->required();
   cmd->add_option("--gpu", r->gpu, "GPU name or device file (default h100-sxm)");
-  cmd->add_option("--dim", r->dims, "Value of a symbolic dimension, NAME=VALUE (repeatable; default 1)");
+  cmd->add_option("--dim", r->dims,
+                  "Value of a symbolic dimension, NAME=VALUE (repeatable; default 1)");
   cmd->add_flag("--no-tensor", r->no_tensor, "Use CUDA-core rates, not tensor cores");
   cmd->add_flag("--nodes", r->all_nodes, "Print every node, not only the slowest");
   cmd->add_option("--top", r->top, "Slowest nodes to print (default 10)");
@@ -464,9 +505,11 @@ void add_model(CLI::App* group) {
     if (!r->svg.empty()) {
       std::vector<svg_point> points;
       for (const onnx_node_cost& n : rep.nodes) {
-        if (n.cost.flops > 0 && n.seconds > 0) points.push_back({n.name, n.point.intensity, n.cost.flops / n.seconds});
+        if (n.cost.flops > 0 && n.seconds > 0)
+          points.push_back({n.name, n.point.intensity, n.cost.flops / n.seconds});
       }
-      std::sort(points.begin(), points.end(), [](const svg_point& a, const svg_point& b) { return a.flops > b.flops; });
+      std::sort(points.begin(), points.end(),
+                [](const svg_point& a, const svg_point& b) { return a.flops > b.flops; });
       if (points.size() > 24) points.resize(24);
       const peak_rate peak = device.peak(dtype::fp32, o.tensor);
       write_text_file(r->svg, roofline_svg(r->path + " on " + device.name, peak.tflops * 1e12,
@@ -475,44 +518,64 @@ void add_model(CLI::App* group) {
     if (r->json_out) {
       json nodes = json::array();
       for (const onnx_node_cost& n : rep.nodes) {
-        nodes.push_back({{"name", n.name}, {"op_type", n.op_type}, {"kind", n.kind}, {"macs", n.macs},
-                         {"flops", n.cost.flops}, {"bytes", n.cost.bytes},
+        nodes.push_back({{"name", n.name},
+                         {"op_type", n.op_type},
+                         {"kind", n.kind},
+                         {"macs", n.macs},
+                         {"flops", n.cost.flops},
+                         {"bytes", n.cost.bytes},
                          {"intensity", finite_or_null(n.point.intensity)},
-                         {"bound", std::string(name_of(n.point.limit))}, {"rate", n.peak_key},
+                         {"bound", std::string(name_of(n.point.limit))},
+                         {"rate", n.peak_key},
                          {"time_ms", n.seconds * 1e3},
-                         {"dtype", std::string(name_of(n.type))}, {"output_shape", n.output_shape}});
+                         {"dtype", std::string(name_of(n.type))},
+                         {"output_shape", n.output_shape}});
       }
-      print_json({{"model", rep.path}, {"producer", rep.producer}, {"opset", rep.opset}, {"gpu", device.name},
-                  {"macs", rep.macs}, {"flops", rep.flops}, {"bytes", rep.bytes}, {"params", rep.params},
-                  {"predicted_ms", rep.seconds * 1e3}, {"roofline_ms", rep.roofline_seconds * 1e3},
-                  {"unknown_ops", rep.unknown_ops}, {"nodes", nodes},
+      print_json({{"model", rep.path},
+                  {"producer", rep.producer},
+                  {"opset", rep.opset},
+                  {"gpu", device.name},
+                  {"macs", rep.macs},
+                  {"flops", rep.flops},
+                  {"bytes", rep.bytes},
+                  {"params", rep.params},
+                  {"predicted_ms", rep.seconds * 1e3},
+                  {"roofline_ms", rep.roofline_seconds * 1e3},
+                  {"unknown_ops", rep.unknown_ops},
+                  {"nodes", nodes},
                   {"source", device.source_text()}});
       return;
     }
     fmt::print("{} ({}, opset {}) on {}\n", rep.path, rep.producer, rep.opset, device.name);
     fmt::print("{} nodes, {} parameters\n", rep.nodes.size(), with_commas(rep.params));
-    fmt::print("MACs {:.4g} G, FLOPs {:.4g} G, bytes {}, predicted {:.4g} ms (hardware roofline {:.4g} ms)\n",
-               rep.macs / 1e9, rep.flops / 1e9, human(rep.bytes, "B"), rep.seconds * 1e3,
-               rep.roofline_seconds * 1e3);
+    fmt::print(
+        "MACs {:.4g} G, FLOPs {:.4g} G, bytes {}, predicted {:.4g} ms (hardware roofline {:.4g} "
+        "ms)\n",
+        rep.macs / 1e9, rep.flops / 1e9, human(rep.bytes, "B"), rep.seconds * 1e3,
+        rep.roofline_seconds * 1e3);
     std::map<std::string, std::pair<int, double>> by_type;
     for (const onnx_node_cost& n : rep.nodes) {
       by_type[n.op_type].first += 1;
       by_type[n.op_type].second += n.seconds;
     }
     fmt::print("\n{:<24} {:>6} {:>12}\n", "op type", "nodes", "time ms");
-    for (const auto& [type, v] : by_type) fmt::print("{:<24} {:>6} {:>12.4g}\n", type, v.first, v.second * 1e3);
+    for (const auto& [type, v] : by_type)
+      fmt::print("{:<24} {:>6} {:>12.4g}\n", type, v.first, v.second * 1e3);
     std::vector<const onnx_node_cost*> order;
     for (const onnx_node_cost& n : rep.nodes) order.push_back(&n);
     if (!r->all_nodes) {
-      std::stable_sort(order.begin(), order.end(), [](auto* a, auto* b) { return a->seconds > b->seconds; });
-      if (order.size() > static_cast<std::size_t>(std::max(r->top, 0))) order.resize(static_cast<std::size_t>(std::max(r->top, 0)));
+      std::stable_sort(order.begin(), order.end(),
+                       [](auto* a, auto* b) { return a->seconds > b->seconds; });
+      if (order.size() > static_cast<std::size_t>(std::max(r->top, 0)))
+        order.resize(static_cast<std::size_t>(std::max(r->top, 0)));
     }
-    fmt::print("\n{:<32} {:<12} {:>11} {:>11} {:>9} {:>7} {:>10}\n", r->all_nodes ? "node" : "slowest nodes", "op",
-               "MACs", "bytes", "FLOP/B", "bound", "time us");
+    fmt::print("\n{:<32} {:<12} {:>11} {:>11} {:>9} {:>7} {:>10}\n",
+               r->all_nodes ? "node" : "slowest nodes", "op", "MACs", "bytes", "FLOP/B", "bound",
+               "time us");
     for (const onnx_node_cost* n : order) {
-      fmt::print("{:<32} {:<12} {:>11} {:>11} {:>9.3g} {:>7} {:>10.4g}\n", n->name.substr(0, 32), n->op_type,
-                 human(n->macs, ""), human(n->cost.bytes, "B"), n->point.intensity, name_of(n->point.limit),
-                 n->seconds * 1e6);
+      fmt::print("{:<32} {:<12} {:>11} {:>11} {:>9.3g} {:>7} {:>10.4g}\n", n->name.substr(0, 32),
+                 n->op_type, human(n->macs, ""), human(n->cost.bytes, "B"), n->point.intensity,
+                 name_of(n->point.limit), n->seconds * 1e6);
     }
     if (!rep.unknown_ops.empty()) {
       fmt::print("\nops counted as bytes only (unknown): ");
@@ -530,10 +593,14 @@ void add_calibrate(CLI::App* group) {
     bool json_out = false;
   };
   auto r = std::make_shared<request>();
-  auto* cmd = group->add_subcommand("calibrate", "Measure this CPU's peak FLOP/s (FMA loop) and bandwidth (triad)");
-  cmd->add_option("--threads", r->threads, "Worker threads (default 1)")->check(CLI::PositiveNumber);
-  cmd->add_option("--seconds", r->seconds, "Seconds per measurement (default 0.3)")->check(CLI::PositiveNumber);
-  cmd->add_option("--dram-mib", r->dram_mib, "Triad working set for the DRAM figure, MiB (default 1024)")
+  auto* cmd = group->add_subcommand(
+      "calibrate", "Measure this CPU's peak FLOP/s (FMA loop) and bandwidth (triad)");
+  cmd->add_option("--threads", r->threads, "Worker threads (default 1)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--seconds", r->seconds, "Seconds per measurement (default 0.3)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--dram-mib", r->dram_mib,
+                  "Triad working set for the DRAM figure, MiB (default 1024)")
       ->check(CLI::Range(1.0, 1e6));
   cmd->add_option("--out", r->out, "Write the device file (use it with --gpu FILE)");
   cmd->add_option("--name", r->name, "Device name in the file (default cpu-local)");
@@ -551,9 +618,11 @@ void add_calibrate(CLI::App* group) {
       return;
     }
     fmt::print("{} ({} thread{}, {})\n", c.cpu, c.threads, c.threads == 1 ? "" : "s", c.isa);
-    fmt::print("  fp32 peak   {:.1f} GFLOP/s (FMA loop)\n  fp64 peak   {:.1f} GFLOP/s\n", c.fp32_gflops, c.fp64_gflops);
+    fmt::print("  fp32 peak   {:.1f} GFLOP/s (FMA loop)\n  fp64 peak   {:.1f} GFLOP/s\n",
+               c.fp32_gflops, c.fp64_gflops);
     for (const memory_level& l : c.levels) {
-      fmt::print("  triad {:>9.1f} GB/s with a working set up to {}\n", l.bandwidth_gbs, human(l.bytes, "B"));
+      fmt::print("  triad {:>9.1f} GB/s with a working set up to {}\n", l.bandwidth_gbs,
+                 human(l.bytes, "B"));
     }
     fmt::print("  triad {:>9.1f} GB/s from DRAM ({} MiB)\n", c.dram_gbs, r->dram_mib);
     if (!r->out.empty()) fmt::print("device file written to {}\n", r->out);
@@ -563,7 +632,8 @@ void add_calibrate(CLI::App* group) {
 }  // namespace
 
 void add_perf_commands(CLI::App& root) {
-  CLI::App* group = root.add_subcommand("perf", "Roofline performance model for ops, LLMs and ONNX graphs");
+  CLI::App* group =
+      root.add_subcommand("perf", "Roofline performance model for ops, LLMs and ONNX graphs");
   group->require_subcommand(1);
   add_op(group);
   add_explain(group);

@@ -25,14 +25,14 @@ struct calibrate_options {
 };
 
 struct calibration {
-  std::string cpu;             // model name from /proc/cpuinfo
-  std::string isa;             // "avx512f", "avx2+fma", "sse2"
+  std::string cpu;  // model name from /proc/cpuinfo
+  std::string isa;  // "avx512f", "avx2+fma", "sse2"
   int threads = 1;
   double fp32_gflops = 0;
   double fp64_gflops = 0;
   double dram_gbs = 0;
   std::vector<memory_level> levels;  // triad bandwidth by working-set size, smallest first
-  double memory_gib = 0;       // MemTotal
+  double memory_gib = 0;             // MemTotal
 };
 
 // Throws keel::invalid_argument for threads < 1, a non-positive duration or dram_bytes < 1 MiB.

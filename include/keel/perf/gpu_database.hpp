@@ -41,36 +41,36 @@ struct source_ref {
 
 // One dense peak rate chosen for a dtype, with the database key it came from.
 struct peak_rate {
-  double tflops = 0;       // TFLOP/s (TOP/s for int8)
-  std::string key;         // "fp16_tensor", "fp32", ...
-  bool derived = false;    // from the CUDA guide's per-SM table, not the vendor sheet
-  std::string note;        // why this key (e.g. "no bf16 units before CC 8.0: runs as fp32")
+  double tflops = 0;     // TFLOP/s (TOP/s for int8)
+  std::string key;       // "fp16_tensor", "fp32", ...
+  bool derived = false;  // from the CUDA guide's per-SM table, not the vendor sheet
+  std::string note;      // why this key (e.g. "no bf16 units before CC 8.0: runs as fp32")
 };
 
 // A cache level below DRAM with its measured bandwidth (CPU devices from `keel perf
 // calibrate`); an op whose bytes fit in `bytes` streams at `bandwidth_gbs` (the cache-aware
 // roofline of Ilic, Pratas and Sousa, IEEE CAL 2014).
 struct memory_level {
-  std::string name;          // "L2", "L3"
-  double bytes = 0;          // capacity
+  std::string name;  // "L2", "L3"
+  double bytes = 0;  // capacity
   double bandwidth_gbs = 0;
 };
 
 struct gpu_spec {
-  std::string name;         // slug: "h100-sxm"
-  std::string display;      // "H100 SXM5 80GB"
-  std::string arch;         // "Hopper"
-  std::string segment;      // "consumer", "datacenter", "laptop"
-  version cc;               // compute capability
+  std::string name;     // slug: "h100-sxm"
+  std::string display;  // "H100 SXM5 80GB"
+  std::string arch;     // "Hopper"
+  std::string segment;  // "consumer", "datacenter", "laptop"
+  version cc;           // compute capability
   int year = 0;
   std::optional<int> sms;
   std::optional<int> boost_mhz;
   std::map<std::string, double> tflops;   // published dense rates by key (fp32, fp16_tensor, ...)
   std::map<std::string, double> derived;  // rates derived from the CUDA guide (not in tflops)
   std::map<std::string, std::string> derived_how;
-  double memory_gb = 0;     // vendor "GB", which for GPU DRAM is GiB
+  double memory_gb = 0;  // vendor "GB", which for GPU DRAM is GiB
   std::string memory_type;
-  double bandwidth_gbs = 0; // GB/s (10^9 bytes per second)
+  double bandwidth_gbs = 0;  // GB/s (10^9 bytes per second)
   std::optional<double> l2_mb;
   std::optional<double> tdp_w;
   std::optional<double> price_usd;
@@ -140,8 +140,8 @@ class gpu_database {
     std::vector<source_ref> sources;
     std::string note;
   };
-  support_answer answer(const std::vector<version_row>& rows, const char* what,
-                        const gpu_spec& gpu, version v) const;
+  support_answer answer(const std::vector<version_row>& rows, const char* what, const gpu_spec& gpu,
+                        version v) const;
 
   std::vector<gpu_spec> gpus_;
   std::vector<version_row> cuda_;

@@ -22,20 +22,20 @@ namespace keel::perf {
 
 struct pick_candidate {
   const gpu_spec* gpu = nullptr;
-  double score = 0;                   // the ranking metric's value
-  std::string score_key;              // "fp64", "fp16_tensor", ...
-  std::vector<std::string> reasons;   // why it qualifies, with numbers
+  double score = 0;                  // the ranking metric's value
+  std::string score_key;             // "fp64", "fp16_tensor", ...
+  std::vector<std::string> reasons;  // why it qualifies, with numbers
 };
 
 struct pick_rejection {
   const gpu_spec* gpu = nullptr;
-  std::string reason;                 // the first need it fails
+  std::string reason;  // the first need it fails
 };
 
 struct pick_result {
   std::vector<pick_candidate> ranked;
   std::vector<pick_rejection> rejected;
-  std::string metric;                 // what the ranking is by
+  std::string metric;  // what the ranking is by
 };
 
 // Throws keel::invalid_argument for an unknown need or a malformed value.

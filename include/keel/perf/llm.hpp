@@ -26,7 +26,7 @@ namespace keel::perf {
 
 struct llm_config {
   std::string name;
-  std::string model_type;      // gpt2, llama, mistral, qwen2, mixtral
+  std::string model_type;  // gpt2, llama, mistral, qwen2, mixtral
   std::int64_t hidden = 0;
   std::int64_t intermediate = 0;
   std::int64_t layers = 0;
@@ -35,14 +35,14 @@ struct llm_config {
   std::int64_t head_dim = 0;
   std::int64_t vocab = 0;
   std::int64_t max_positions = 0;
-  std::int64_t experts = 0;            // 0: dense MLP
+  std::int64_t experts = 0;  // 0: dense MLP
   std::int64_t experts_per_token = 0;
-  bool gated_mlp = true;               // SwiGLU: gate, up, down
+  bool gated_mlp = true;  // SwiGLU: gate, up, down
   bool tied_embeddings = false;
   bool qkv_bias = false;
-  bool linear_bias = false;            // every linear has a bias (gpt2)
-  bool layer_norm = false;             // LayerNorm (weight + bias) instead of RMSNorm
-  bool learned_positions = false;      // gpt2's wpe table
+  bool linear_bias = false;        // every linear has a bias (gpt2)
+  bool layer_norm = false;         // LayerNorm (weight + bias) instead of RMSNorm
+  bool learned_positions = false;  // gpt2's wpe table
 };
 
 // Parses a config.json. `name` labels the result. Throws keel::parse_error for bad JSON and
@@ -64,20 +64,20 @@ enum class llm_phase { prefill, decode };
 
 struct llm_options {
   double batch = 1;
-  double seq = 128;            // prefill: prompt length; decode: tokens already cached
+  double seq = 128;  // prefill: prompt length; decode: tokens already cached
   llm_phase phase = llm_phase::prefill;
-  dtype weights = dtype::fp16; // weights and activations
-  std::optional<dtype> kv;     // KV-cache storage (default: weights)
+  dtype weights = dtype::fp16;  // weights and activations
+  std::optional<dtype> kv;      // KV-cache storage (default: weights)
   bool flash = false;
   bool tensor = true;
 };
 
 struct llm_op {
-  std::string name;        // "q_proj", "qk_matmul", "lm_head", ...
-  double count = 1;        // how many times per forward (number of layers for layer ops)
-  op_cost cost;            // one instance
-  bool matmul = false;     // runs on the matmul (tensor) rate; else the CUDA-core rate
-  roofline_point point;    // one instance on the device
+  std::string name;      // "q_proj", "qk_matmul", "lm_head", ...
+  double count = 1;      // how many times per forward (number of layers for layer ops)
+  op_cost cost;          // one instance
+  bool matmul = false;   // runs on the matmul (tensor) rate; else the CUDA-core rate
+  roofline_point point;  // one instance on the device
   std::string peak_key;
 };
 
@@ -87,9 +87,9 @@ struct llm_report {
   llm_params params;
   std::vector<llm_op> ops;
   double total_flops = 0;
-  double matmul_flops = 0;     // the part the reference counts (linears + attention matmuls)
+  double matmul_flops = 0;  // the part the reference counts (linears + attention matmuls)
   double total_bytes = 0;
-  double seconds = 0;          // sum of the ops' roofline times
+  double seconds = 0;  // sum of the ops' roofline times
   double kv_bytes_per_token = 0;
 };
 

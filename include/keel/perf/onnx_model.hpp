@@ -43,15 +43,15 @@ struct onnx_options {
 struct onnx_node_cost {
   std::string name;
   std::string op_type;
-  std::string kind;            // "matmul", "attention_matmul", "norm", "elementwise", "pool",
-                               // "reduce", "data", "view", "unknown"
+  std::string kind;  // "matmul", "attention_matmul", "norm", "elementwise", "pool",
+                     // "reduce", "data", "view", "unknown"
   double macs = 0;
-  op_cost cost;                // flops and bytes
-  dtype type = dtype::fp32;    // element type of the first output
+  op_cost cost;              // flops and bytes
+  dtype type = dtype::fp32;  // element type of the first output
   std::vector<std::int64_t> output_shape;
   roofline_point point;
-  std::string peak_key;         // the rate used: a peak key or "ceiling:<class>"
-  double seconds = 0;           // roofline time plus dispatch overhead
+  std::string peak_key;  // the rate used: a peak key or "ceiling:<class>"
+  double seconds = 0;    // roofline time plus dispatch overhead
 };
 
 struct onnx_report {
@@ -60,14 +60,16 @@ struct onnx_report {
   std::int64_t opset = 0;
   std::vector<onnx_node_cost> nodes;
   double macs = 0, flops = 0, bytes = 0;
-  double params = 0;           // elements of the initializers
-  double seconds = 0;          // sum of node times
-  double roofline_seconds = 0; // sum of pure hardware roofline times (peaks, no ceilings or overhead)
+  double params = 0;   // elements of the initializers
+  double seconds = 0;  // sum of node times
+  double roofline_seconds =
+      0;  // sum of pure hardware roofline times (peaks, no ceilings or overhead)
   std::map<std::string, int> unknown_ops;
 };
 
 // Throws keel::io_error (unreadable), keel::parse_error (not an ONNX model) and
 // keel::invalid_argument (a node whose shapes cannot be determined for its op's count).
-onnx_report analyze_onnx(const std::string& path, const gpu_spec& device, const onnx_options& options = {});
+onnx_report analyze_onnx(const std::string& path, const gpu_spec& device,
+                         const onnx_options& options = {});
 
 }  // namespace keel::perf

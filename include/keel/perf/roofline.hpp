@@ -25,13 +25,13 @@ enum class bound { compute, memory };
 std::string_view name_of(bound b) noexcept;  // "compute" / "memory"
 
 struct roofline_point {
-  double intensity = 0;          // FLOPs per byte (infinity when bytes == 0)
-  double ridge = 0;              // peak / bandwidth: the intensity where the bound changes
-  double peak_flops = 0;         // FLOP/s
-  double bandwidth = 0;          // bytes/s
-  double attainable_flops = 0;   // min(peak, intensity x bandwidth)
-  double seconds = 0;            // max(flops / peak, bytes / bandwidth)
-  double fraction_of_peak = 0;   // attainable / peak
+  double intensity = 0;         // FLOPs per byte (infinity when bytes == 0)
+  double ridge = 0;             // peak / bandwidth: the intensity where the bound changes
+  double peak_flops = 0;        // FLOP/s
+  double bandwidth = 0;         // bytes/s
+  double attainable_flops = 0;  // min(peak, intensity x bandwidth)
+  double seconds = 0;           // max(flops / peak, bytes / bandwidth)
+  double fraction_of_peak = 0;  // attainable / peak
   bound limit = bound::compute;
 };
 

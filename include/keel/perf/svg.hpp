@@ -9,8 +9,8 @@ namespace keel::perf {
 
 struct svg_point {
   std::string label;
-  double intensity = 0;   // FLOP/byte
-  double flops = 0;       // achieved FLOP/s (FLOPs / predicted time)
+  double intensity = 0;  // FLOP/byte
+  double flops = 0;      // achieved FLOP/s (FLOPs / predicted time)
 };
 
 // peak_flops > 0 and bandwidth > 0 (bytes/s); points with non-finite or non-positive
