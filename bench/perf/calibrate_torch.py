@@ -8,8 +8,9 @@ models -- and stores one ceiling per kernel class plus the fixed cost of dispatc
 
     /usr/bin/python3 bench/perf/calibrate_torch.py cpu.json [--threads 1]
 
-Times are CPU time of the calling thread (time.thread_time), medians of repeated runs, the
-same clock keel perf calibrate uses, so a busy shared machine measures the hardware's rate.
+Times are CPU time of the calling thread (time.thread_time), the best of repeated runs (the
+run least disturbed by other work on a shared machine), the same clock and rule keel perf
+calibrate uses, so a busy shared machine measures the hardware's rate.
 Each class's ceiling is the median of its shapes' rates (a mean of times would let the one
 slowest shape decide).
 """
@@ -41,7 +42,7 @@ def cpu_time(fn, reps):
         start = time.thread_time()
         fn()
         samples.append(time.thread_time() - start)
-    return statistics.median(samples)
+    return min(samples)
 
 
 def conv_rate(shapes, reps, per_byte=False):
