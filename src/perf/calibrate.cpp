@@ -101,6 +101,7 @@ double timed_parallel(int threads, F body) {
   std::atomic<bool> go{false};
   std::vector<double> cpu(static_cast<std::size_t>(threads), 0.0);
   std::vector<std::thread> pool;
+  pool.reserve(static_cast<std::size_t>(threads));
   for (int t = 0; t < threads; ++t) {
     pool.emplace_back([&, t] {
       ready.fetch_add(1);

@@ -96,6 +96,7 @@ pick_result pick_gpus(const gpu_database& db, std::optional<double> budget_usd,
                       const std::vector<std::string>& needs) {
   if (budget_usd && !(*budget_usd > 0)) throw invalid_argument("budget must be positive");
   std::vector<need> parsed;
+  parsed.reserve(needs.size());
   for (const std::string& text : needs) parsed.push_back(parse_need(db, text));
   pick_result result;
   std::string score_key = "fp32";

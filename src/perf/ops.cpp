@@ -46,7 +46,8 @@ std::int64_t conv2d_shape::out_w() const {
   return (w + 2 * pad_w - dilation_w * (s - 1) - 1) / stride_w + 1;
 }
 double conv2d_shape::macs() const {
-  return static_cast<double>(n) * k * out_h() * out_w() * static_cast<double>(c / groups) * r * s;
+  const std::int64_t per_group = c / groups;  // exact: conv2d_cost checks that groups divides c
+  return static_cast<double>(n) * k * out_h() * out_w() * static_cast<double>(per_group) * r * s;
 }
 
 op_cost conv2d_cost(const conv2d_shape& s, dtype t) {
@@ -73,8 +74,9 @@ op_cost conv2d_cost(const conv2d_shape& s, dtype t) {
   const double b = bytes_of(t);
   const double out = static_cast<double>(s.n) * s.k * s.out_h() * s.out_w();
   const double in = static_cast<double>(s.n) * s.c * s.h * s.w;
+  const std::int64_t per_group = s.c / s.groups;  // exact: checked above
   const double weights =
-      static_cast<double>(s.k) * (s.c / s.groups) * s.r * s.s + (s.bias ? s.k : 0);
+      static_cast<double>(s.k) * static_cast<double>(per_group) * s.r * s.s + (s.bias ? s.k : 0);
   return {2 * s.macs() + (s.bias ? out : 0), (in + weights + out) * b};
 }
 
