@@ -1,0 +1,62 @@
+// `keel gpus ...` end to end: the JSON contracts of the issue.
+#include "process.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace keel::test {
+namespace {
+
+using nlohmann::json;
+
+json run_json(const std::vector<std::string>& args) {
+  const process_result r = run_keel(args);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return json::parse(r.out);
+}
+
+TEST(GpusCli, ListJsonHasSourcesForEveryGpu) {
+  const json doc = run_json({"gpus", "list", "--json"});
+  ASSERT_GE(doc.at("gpus").size(), 30u);
+  for (const json& g : doc["gpus"]) {
+    EXPECT_TRUE(g.contains("name"));
+    EXPECT_FALSE(g.at("source").get<std::string>().empty()) << g["name"];
+  }
+}
+
+TEST(GpusCli, SupportAnswersCiteSources) {
+  const json no = run_json({"gpus", "support", "gtx-1050", "--cuda", "13.0", "--json"});
+  EXPECT_FALSE(no.at("supported").get<bool>());
+  EXPECT_NE(no.at("source").get<std::string>().find("CUDA Toolkit 13.0"), std::string::npos);
+  EXPECT_FALSE(no.at("reason").get<std::string>().empty());
+  const json yes = run_json({"gpus", "support", "gtx-1050", "--cuda", "12.4", "--json"});
+  EXPECT_TRUE(yes.at("supported").get<bool>());
+  EXPECT_NE(yes.at("source").get<std::string>().find("https://"), std::string::npos);
+  const process_result text = run_keel({"gpus", "support", "gtx-1050", "--cuda", "13.0"});
+  EXPECT_EQ(text.out.rfind("no: ", 0), 0u) << text.out;
+}
+
+TEST(GpusCli, ShowCompareAndPick) {
+  EXPECT_EQ(run_keel({"gpus", "show", "gtx-1050"}).exit_code, 0);
+  const json cmp = run_json({"gpus", "compare", "titan-v", "rtx-2080-ti", "--json"});
+  EXPECT_EQ(cmp.at("a").at("name"), "titan-v");
+  const json pick =
+      run_json({"gpus", "pick", "--budget", "2000", "--need", "fp16", "memory=24GiB", "--json"});
+  EXPECT_EQ(pick.at("ranked").at(0).at("name"), "rtx-4090");
+  EXPECT_FALSE(pick["ranked"][0].at("reasons").empty());
+}
+
+TEST(GpusCli, BadInputIsOneLineExitTwo) {
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"gpus", "show", "nonexistent"},
+                                             {"gpus", "support", "gtx-1050"},
+                                             {"gpus", "support", "gtx-1050", "--cuda", "twelve"},
+                                             {"gpus", "pick", "--need", "warp-drive"}}) {
+    const process_result r = run_keel(args);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_EQ(count_lines(r.err), 1) << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace keel::test
