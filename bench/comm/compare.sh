@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# keel comm bench vs Open MPI's MPI_Allreduce, same sizes, same machine, one script.
+#   bench/comm/compare.sh [BUILD_DIR] [RANK COUNTS...]      (default: build/release 2 4)
+# Prints both nccl-tests tables for every rank count, then a summary: busbw at 16 MiB and
+# 64 MiB and the 8-byte latency, keel / Open MPI. Environment: ITERS (20), WARMUP (5),
+# TRANSPORT (shm), MAXBYTES (64M), FACTOR (2).
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+build="${1:-$here/../../build/release}"
+shift || true
+counts=("$@")
+[ ${#counts[@]} -eq 0 ] && counts=(2 4)
+keel="$build/tools/keel/keel"
+mpi="$build/bench/comm/keel_comm_mpi_allreduce"
+for f in "$keel" "$mpi"; do
+  [ -x "$f" ] || { echo "compare.sh: $f not built (cmake --build --preset release --target keel keel_comm_mpi_allreduce)" >&2; exit 2; }
+done
+iters="${ITERS:-20}" warmup="${WARMUP:-5}" transport="${TRANSPORT:-shm}" maxbytes="${MAXBYTES:-64M}" factor="${FACTOR:-2}"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+flags=(-b 8 -e "$maxbytes" -f "$factor" -n "$iters" -w "$warmup" -c 1)
+echo "# machine: $(nproc) CPUs, $(uname -sr); $(mpirun --version 2>/dev/null | head -1)"
+for n in "${counts[@]}"; do
+  echo "## $n ranks: keel comm bench --transport $transport ${flags[*]}"
+  "$keel" comm bench -N "$n" --transport "$transport" "${flags[@]}" | tee "$tmp/keel-$n.txt"
+  "$keel" comm bench -N "$n" --transport "$transport" "${flags[@]}" --json > "$tmp/keel-$n.json"
+  echo "## $n ranks: mpirun -np $n keel_comm_mpi_allreduce ${flags[*]}"
+  mpirun --allow-run-as-root --oversubscribe -np "$n" "$mpi" "${flags[@]}" | tee "$tmp/mpi-$n.txt"
+  mpirun --allow-run-as-root --oversubscribe -np "$n" "$mpi" "${flags[@]}" --json > "$tmp/mpi-$n.json"
+done
+python3 - "$tmp" "${counts[@]}" <<'PY'
+import json, sys
+tmp, counts = sys.argv[1], sys.argv[2:]
+print("\n## summary (out-of-place; ratio > 1 means keel is better)")
+print("| ranks | metric | keel | Open MPI | keel / Open MPI |")
+print("| --- | --- | --- | --- | --- |")
+for n in counts:
+    k = {r["size"]: r for r in json.load(open(f"{tmp}/keel-{n}.json"))["rows"]}
+    m = {r["size"]: r for r in json.load(open(f"{tmp}/mpi-{n}.json"))["rows"]}
+    for size in (16 << 20, 64 << 20):
+        if size in k and size in m:
+            a, b = k[size]["busbw"], m[size]["busbw"]
+            print(f"| {n} | busbw {size >> 20} MiB (GB/s) | {a:.2f} | {b:.2f} | {a / b:.2f} |")
+    if 8 in k and 8 in m:
+        a, b = k[8]["time_us"], m[8]["time_us"]
+        print(f"| {n} | 8 B latency (us) | {a:.2f} | {b:.2f} | {b / a:.2f} |")
+PY
