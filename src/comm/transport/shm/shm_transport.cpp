@@ -266,6 +266,8 @@ int shm_domain::root_of_stall(std::uint64_t call_id, int peer) const {
     const auto it = std::find(local_ranks_.begin(), local_ranks_.end(), peer);
     if (it == local_ranks_.end()) return peer;
     const shm_control* c = ctl_[static_cast<std::size_t>(it - local_ranks_.begin())];
+    // It gave up already: trust whom it blamed.
+    if (c->state.load(std::memory_order_acquire) == 1 && c->culprit >= 0) return c->culprit;
     const int next = c->wait_for.load(std::memory_order_relaxed);
     if (c->wait_call.load(std::memory_order_relaxed) != call_id || next < 0 || next == rank_) {
       return peer;

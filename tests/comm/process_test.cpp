@@ -1,0 +1,106 @@
+// Ranks as real processes, through the `keel` CLI: launch, verify (the quick slice over shm
+// and TCP), bench's nccl-tests table and JSON, the kill -9 fault trials, and bad input.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <string>
+
+#include "process.hpp"
+
+namespace keel::comm {
+namespace {
+
+using keel::test::run_keel;
+
+TEST(CommProcess, LaunchSetsTorchrunVariables) {
+  const auto r = run_keel({"comm", "launch", "-n", "3", "--", "/bin/sh", "-c",
+                           "echo $RANK/$WORLD_SIZE/$LOCAL_RANK/$MASTER_ADDR"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_NE(r.out.find(std::to_string(i) + "/3/" + std::to_string(i) + "/127.0.0.1"),
+              std::string::npos) << r.out;
+  }
+}
+
+TEST(CommProcess, LaunchReportsTheFailingRank) {
+  const auto r = run_keel({"comm", "launch", "-n", "2", "--grace", "1", "--", "/bin/sh", "-c",
+                           "[ $RANK = 1 ] && exit 7; sleep 30"});
+  EXPECT_EQ(r.exit_code, 7) << r.err;
+  EXPECT_NE(r.err.find("rank 1 exited with 7"), std::string::npos) << r.err;
+}
+
+TEST(CommProcess, VerifySliceOverSharedMemory) {
+  const auto r = run_keel({"comm", "verify", "-N", "1-4", "--timeout", "30"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("verify: 4 ranks (shm)"), std::string::npos) << r.out;
+}
+
+TEST(CommProcess, VerifySliceOverTcp) {
+  const auto r = run_keel({"comm", "verify", "-N", "2,3", "--transport", "tcp", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  // One JSON document per rank count.
+  std::size_t pos = 0;
+  int documents = 0;
+  while ((pos = r.out.find("\"transport\": \"tcp\"", pos)) != std::string::npos) {
+    ++documents;
+    ++pos;
+  }
+  EXPECT_EQ(documents, 2) << r.out;
+}
+
+TEST(CommProcess, BenchPrintsNcclTestsTable) {
+  const auto r = run_keel({"comm", "bench", "-N", "2", "-b", "8", "-e", "32K", "-f", "8", "-n",
+                           "3", "-w", "1", "--algo", "rd"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("#       size         count      type   redop    root     time   algbw   busbw #wrong"),
+            std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("# Out of bounds values : 0 OK"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("# Avg bus bandwidth : "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("       32768          8192     float     sum      -1"), std::string::npos) << r.out;
+}
+
+TEST(CommProcess, BenchJsonRowsAndBusBandwidthFactor) {
+  const auto r = run_keel({"comm", "bench", "-N", "3", "--op", "allgather", "-d", "int32", "-b",
+                           "3K", "-e", "3K", "-n", "2", "-w", "1", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  ASSERT_EQ(doc["rows"].size(), 1u);
+  const auto& row = doc["rows"][0];
+  EXPECT_EQ(row["size"], 3072);
+  EXPECT_EQ(row["count"], 256);  // per rank: 3 KiB / 3 ranks / 4 bytes
+  EXPECT_EQ(row["wrong"], 0);
+  EXPECT_NEAR(row["busbw"].get<double>(), row["algbw"].get<double>() * 2.0 / 3.0, 1e-9);
+  EXPECT_TRUE(doc.contains("avg_busbw"));
+}
+
+TEST(CommProcess, KillNineDuringAllreduceFailsSurvivorsFastAndLeavesNoSegments) {
+  const double timeout = 1.0;
+  const auto r = run_keel({"comm", "faults", "-N", "3", "--trials", "3", "--timeout", "1",
+                           "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["ok_trials"], 3);
+  EXPECT_EQ(doc["hangs"], 0);
+  EXPECT_EQ(doc["trials_with_leftover_segments"], 0);
+  EXPECT_LE(doc["worst_seconds_after_kill"].get<double>(), timeout + 1.0);
+  for (const auto& trial : doc["results"]) {
+    for (const auto& s : trial["survivors"]) {
+      EXPECT_EQ(s["blamed_rank"], trial["victim"]) << s.dump();
+    }
+  }
+}
+
+TEST(CommProcess, BadInputIsAUsageError) {
+  auto r = run_keel({"comm", "bench", "-N", "2", "-d", "float128"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("unknown dtype 'float128'"), std::string::npos) << r.err;
+  r = run_keel({"comm", "verify", "-N", "0"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  r = run_keel({"comm", "launch", "-n", "2"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+}
+
+}  // namespace
+}  // namespace keel::comm
