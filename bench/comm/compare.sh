@@ -21,27 +21,34 @@ trap 'rm -rf "$tmp"' EXIT
 flags=(-b 8 -e "$maxbytes" -f "$factor" -n "$iters" -w "$warmup" -c 1)
 echo "# machine: $(nproc) CPUs, $(uname -sr); $(mpirun --version 2>/dev/null | head -1)"
 for n in "${counts[@]}"; do
-  echo "## $n ranks: keel comm bench --transport $transport ${flags[*]}"
+  echo "## $n ranks: keel comm bench -N $n --transport $transport ${flags[*]}"
   "$keel" comm bench -N "$n" --transport "$transport" "${flags[@]}" | tee "$tmp/keel-$n.txt"
-  "$keel" comm bench -N "$n" --transport "$transport" "${flags[@]}" --json > "$tmp/keel-$n.json"
   echo "## $n ranks: mpirun -np $n keel_comm_mpi_allreduce ${flags[*]}"
   mpirun --allow-run-as-root --oversubscribe -np "$n" "$mpi" "${flags[@]}" | tee "$tmp/mpi-$n.txt"
-  mpirun --allow-run-as-root --oversubscribe -np "$n" "$mpi" "${flags[@]}" --json > "$tmp/mpi-$n.json"
 done
 python3 - "$tmp" "${counts[@]}" <<'PY'
-import json, sys
+import sys
 tmp, counts = sys.argv[1], sys.argv[2:]
+
+def rows(path):
+    out = {}
+    for line in open(path):
+        f = line.split()
+        if line.startswith("#") or len(f) < 9:
+            continue
+        out[int(f[0])] = {"time_us": float(f[5]), "busbw": float(f[7])}
+    return out
+
 print("\n## summary (out-of-place; ratio > 1 means keel is better)")
-print("| ranks | metric | keel | Open MPI | keel / Open MPI |")
+print("| ranks | metric | keel | Open MPI | keel vs Open MPI |")
 print("| --- | --- | --- | --- | --- |")
 for n in counts:
-    k = {r["size"]: r for r in json.load(open(f"{tmp}/keel-{n}.json"))["rows"]}
-    m = {r["size"]: r for r in json.load(open(f"{tmp}/mpi-{n}.json"))["rows"]}
+    k, m = rows(f"{tmp}/keel-{n}.txt"), rows(f"{tmp}/mpi-{n}.txt")
     for size in (16 << 20, 64 << 20):
         if size in k and size in m:
             a, b = k[size]["busbw"], m[size]["busbw"]
-            print(f"| {n} | busbw {size >> 20} MiB (GB/s) | {a:.2f} | {b:.2f} | {a / b:.2f} |")
+            print(f"| {n} | busbw {size >> 20} MiB (GB/s) | {a:.2f} | {b:.2f} | {a / b if b else float('inf'):.2f}x |")
     if 8 in k and 8 in m:
         a, b = k[8]["time_us"], m[8]["time_us"]
-        print(f"| {n} | 8 B latency (us) | {a:.2f} | {b:.2f} | {b / a:.2f} |")
+        print(f"| {n} | 8 B latency (us) | {a:.2f} | {b:.2f} | {b / a:.2f}x |")
 PY
