@@ -177,9 +177,6 @@ plan allreduce_rabenseifner(schedule& s, const args& a) {
     lo = std::min(lo, slo);
     hi = std::max(hi, shi);
   }
-  if (p2 == 1 && r == 0 && cur == a.in) {
-    // n == 1 never reaches here (the front door copies); kept for completeness.
-  }
   if (r < extra) s.send(r + p2, 0, a.out, bytes, gates);
   return {};
 }

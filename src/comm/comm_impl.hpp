@@ -56,7 +56,8 @@ class communicator::impl {
   int abort_culprit_ = -1;
   std::vector<std::byte> scratch_[2];
   std::map<std::pair<int, std::size_t>, bool> logged_;  // (collective, bytes) choices logged
-  int spin_us_ = 50;
+  int spin_us_ = 100000;  // busy-poll this long when idle (0 when oversubscribed)
+  int yield_us_ = 0;    // then sched_yield() this long, then sleep on futex / epoll
 
  private:
   void connect_all(store& s, const std::string& prefix);

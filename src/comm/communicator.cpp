@@ -130,7 +130,13 @@ communicator::impl::impl(store& s, int rank, int size, options o)
     const long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
     int local = 0;
     for (int p = 0; p < size; ++p) local += transport_of_[p] == transport::shm || p == rank;
-    spin_us_ = local > cpus ? 0 : 50;
+    // Idle policy: with a core per local rank, busy-poll (like MPI) for 100 ms before sleeping;
+    // oversubscribed, spinning steals the core a peer needs, so yield instead.
+    const bool oversubscribed = local > cpus;
+    spin_us_ = oversubscribed ? 0 : 100000;
+    yield_us_ = oversubscribed ? 2000 : 0;
+    if (auto v = env("KEEL_COMM_SPIN_US")) spin_us_ = std::max(0, std::atoi(v->c_str()));
+    if (auto y = env("KEEL_COMM_YIELD_US")) yield_us_ = std::max(0, std::atoi(y->c_str()));
     if (opts_.tune) tune(s, prefix);
     // Everyone is past the store once this returns: the store's host may go away.
     detail::schedule sched(size_);

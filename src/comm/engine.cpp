@@ -274,6 +274,7 @@ void communicator::impl::run(detail::schedule& s, const call_info& call) {
     steady::time_point last_health = steady::now();
     bool idle = false;
     const auto spin = std::chrono::microseconds(spin_us_);
+    const auto yield = std::chrono::microseconds(yield_us_);
     while (true) {
       bool finished = false;
       const bool moved = progress(finished);
@@ -289,6 +290,12 @@ void communicator::impl::run(detail::schedule& s, const call_info& call) {
       }
       if (now - idle_since < spin) {
         cpu_relax();
+        continue;
+      }
+      // Then stay runnable but let others run (a peer about to answer, another job) before
+      // paying a futex sleep and wake-up: small-message latency under load depends on it.
+      if (now - idle_since < yield && now < call.deadline) {
+        ::sched_yield();
         continue;
       }
       if (now >= call.deadline) {

@@ -74,7 +74,7 @@ template <reduce_op Op>
 }
 
 #if defined(__FLT16_MAX__)
-using half_t = _Float16;
+typedef _Float16 half_t __attribute__((may_alias));  // read through uint16_t buffers
 template <reduce_op Op>
 [[gnu::always_inline]] inline void loop_f16(std::uint16_t* d, const std::uint16_t* a,
                                             const std::uint16_t* b, std::size_t n) {

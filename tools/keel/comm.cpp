@@ -132,7 +132,7 @@ void add_verify(CLI::App* group) {
   cmd->add_option("--transport", transport_name, "auto, shm or tcp");
   cmd->add_option("--timeout", timeout, "Seconds per collective")->check(CLI::Range(0.001, 1e6));
   add_json_flag(cmd, json);
-  cmd->callback([cmd] {
+  cmd->callback([] {
     const std::size_t max_bytes = parse_size(max_text);
     if (!transport_name.empty()) parse_transport(transport_name);  // validate early
     if (!launched()) {
@@ -151,7 +151,6 @@ void add_verify(CLI::App* group) {
       if (worst != 0) std::exit(worst == 2 ? 2 : 1);
       return;
     }
-    (void)cmd;
     auto c = communicator::from_env(rank_options(transport_name, timeout));
     const auto cases = case_matrix(c->size(), full, max_bytes);
     const auto t0 = steady::now();

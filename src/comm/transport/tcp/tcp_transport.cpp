@@ -15,10 +15,12 @@
 namespace keel::comm::detail {
 namespace {
 
+std::size_t padded(std::size_t n) { return (n + 7) & ~std::size_t{7}; }
+
 class tcp_pair final : public pair {
  public:
   tcp_pair(int fd, int peer, std::size_t chunk_bytes)
-      : fd_(fd), peer_(peer), in_(2 * (sizeof(chunk_header) + chunk_bytes)) {
+      : fd_(fd), peer_(peer), in_(2 * (sizeof(chunk_header) + padded(chunk_bytes))) {
     net::set_nonblocking(fd_);
     net::set_nodelay(fd_);
   }
@@ -28,12 +30,17 @@ class tcp_pair final : public pair {
 
   bool try_send(const chunk_header& h, const void* payload) override {
     if (!drain()) return false;
-    iovec iov[2] = {{const_cast<chunk_header*>(&h), sizeof h},
-                    {const_cast<void*>(payload), h.nbytes}};
+    // Payloads are padded to 8 bytes on the wire so that every header and payload lands
+    // 8-aligned in the receive buffer (the reduction kernels read it in place).
+    static const std::byte zeros[8] = {};
+    const std::size_t pad = padded(h.nbytes) - h.nbytes;
+    iovec iov[3] = {{const_cast<chunk_header*>(&h), sizeof h},
+                    {const_cast<void*>(payload), h.nbytes},
+                    {const_cast<std::byte*>(zeros), pad}};
     msghdr msg{};
     msg.msg_iov = iov;
-    msg.msg_iovlen = h.nbytes ? 2 : 1;
-    const std::size_t total = sizeof h + h.nbytes;
+    msg.msg_iovlen = 3;
+    const std::size_t total = sizeof h + h.nbytes + pad;
     ssize_t w = ::sendmsg(fd_, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
     if (w < 0) {
       if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) broken("send");
@@ -48,8 +55,12 @@ class tcp_pair final : public pair {
       if (sent < sizeof h) {
         out_.insert(out_.end(), hp + sent, hp + sizeof h);
         if (h.nbytes) out_.insert(out_.end(), pp, pp + h.nbytes);
-      } else {
+        out_.insert(out_.end(), zeros, zeros + pad);
+      } else if (sent < sizeof h + h.nbytes) {
         out_.insert(out_.end(), pp + (sent - sizeof h), pp + h.nbytes);
+        out_.insert(out_.end(), zeros, zeros + pad);
+      } else {
+        out_.insert(out_.end(), zeros + (sent - sizeof h - h.nbytes), zeros + pad);
       }
     }
     return true;
@@ -69,11 +80,11 @@ class tcp_pair final : public pair {
         if (h->magic != k_chunk_magic) {
           throw peer_gone(peer_, fmt::format("rank {} sent a corrupt stream (bad magic)", peer_));
         }
-        if (avail >= sizeof(chunk_header) + h->nbytes) {
+        if (avail >= sizeof(chunk_header) + padded(h->nbytes)) {
           *payload = in_.data() + start_ + sizeof(chunk_header);
           return h;
         }
-        if (sizeof(chunk_header) + h->nbytes > in_.size()) {
+        if (sizeof(chunk_header) + padded(h->nbytes) > in_.size() / 2) {
           throw peer_gone(peer_, fmt::format("rank {} sent a chunk of {} bytes, larger than the "
                                              "agreed chunk size", peer_, h->nbytes));
         }
@@ -96,7 +107,7 @@ class tcp_pair final : public pair {
 
   void release() override {
     const auto* h = reinterpret_cast<const chunk_header*>(in_.data() + start_);
-    start_ += sizeof(chunk_header) + h->nbytes;
+    start_ += sizeof(chunk_header) + padded(h->nbytes);
     if (start_ == end_) start_ = end_ = 0;
   }
 
@@ -112,7 +123,7 @@ class tcp_pair final : public pair {
  private:
   std::size_t max_needed() const {
     if (end_ - start_ >= sizeof(chunk_header)) {
-      return reinterpret_cast<const chunk_header*>(in_.data() + start_)->nbytes;
+      return padded(reinterpret_cast<const chunk_header*>(in_.data() + start_)->nbytes);
     }
     return in_.size() / 2 - sizeof(chunk_header);
   }
