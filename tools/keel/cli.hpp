@@ -29,6 +29,9 @@ inline CLI::Option* add_json_flag(CLI::App* command, bool& json) {
 // Throws keel::io_error unless `path` names a readable regular file.
 void require_readable_file(const std::string& path);
 
+// `keel mem bench` (tools/keel/mem_bench.cpp), added to the mem group by add_mem_commands.
+void add_mem_bench_command(CLI::App& mem);
+
 // The subcommand groups, one source file each.
 void add_mem_commands(CLI::App& root);
 void add_rand_commands(CLI::App& root);

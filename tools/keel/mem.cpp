@@ -1,11 +1,165 @@
-// `keel mem`: GPU memory: replay PyTorch snapshots, explain OOMs, advise allocator settings
+// `keel mem`: replay PyTorch memory snapshots, explain OOMs, advise allocator settings.
+#include <fmt/format.h>
+
+#include <fstream>
+#include <iostream>
+#include <optional>
+
 #include "cli.hpp"
+#include "keel/core/bytes.hpp"
+#include "keel/core/error.hpp"
+#include "keel/memory/replay.hpp"
+#include "keel/memory/snapshot.hpp"
+#include "keel/memory/synth.hpp"
+#include "keel/memory/trace_model.hpp"
+#include "mem_report.hpp"
 
 namespace keel::cli {
+namespace {
+
+using namespace keel::memory;
+
+struct replay_args {
+  std::string trace;
+  std::optional<int> device;
+  std::string policy = "pytorch";
+  std::optional<std::string> conf;
+  std::optional<std::string> capacity;
+  std::optional<std::string> start;
+  std::optional<std::string> html;
+  bool json = false;
+};
+
+std::optional<std::size_t> parse_capacity(const std::optional<std::string>& text) {
+  if (!text) return std::nullopt;
+  const std::uint64_t bytes = parse_size(*text);
+  if (bytes == 0) throw invalid_argument("--capacity must be larger than 0");
+  return bytes;
+}
+
+// The replay configuration: --conf (else the recorded settings for pytorch), plus --policy.
+allocator_config config_for(const trace_model& model, const std::string& policy,
+                            const std::optional<std::string>& conf) {
+  allocator_config c = conf ? allocator_config::parse(*conf, "--conf") : model.recorded_config;
+  if (policy == "keel") {
+    c.policy = policy_kind::keel;
+  } else if (policy == "pytorch") {
+    if (!conf || c.policy != policy_kind::keel) c.policy = policy_kind::pytorch;
+  } else {
+    throw invalid_argument(fmt::format("--policy: unknown policy '{}': expected pytorch or keel", policy));
+  }
+  return c;
+}
+
+std::optional<start_mode> parse_start(const std::optional<std::string>& text) {
+  if (!text) return std::nullopt;
+  if (*text == "layout") return start_mode::layout;
+  if (*text == "live") return start_mode::live;
+  throw invalid_argument(fmt::format("--start: unknown mode '{}': expected layout or live", *text));
+}
+
+void run_replay(const replay_args& a) {
+  require_readable_file(a.trace);
+  const snapshot snap = read_snapshot(a.trace);
+  const int device = pick_device(snap, a.device, a.trace);
+  const trace_model model = build_trace_model(snap, device);
+  replay_options options;
+  options.config = config_for(model, a.policy, a.conf);
+  options.capacity = parse_capacity(a.capacity);
+  options.start = parse_start(a.start);
+  options.snapshot_at_peak = a.html.has_value();
+  const replay_result r = replay(model, options);
+  if (a.html) write_html_report(*a.html, a.trace, model, {r});
+  if (a.json) {
+    print_json(replay_to_json(r, model));
+  } else {
+    print_replay_text(std::cout, a.trace, model, r);
+  }
+}
+
+struct synth_args {
+  std::string kind;
+  std::string out;
+  synth_options options;
+  bool json = false;
+};
+
+void run_synth(synth_args a) {
+  if (a.kind == "train") {
+    a.options.kind = synth_kind::train;
+  } else if (a.kind == "infer") {
+    a.options.kind = synth_kind::infer;
+  } else {
+    throw invalid_argument(fmt::format("unknown workload '{}': expected train or infer", a.kind));
+  }
+  const snapshot s = synthesize(a.options);
+  const bool as_json = a.out.size() >= 5 && a.out.substr(a.out.size() - 5) == ".json";
+  {
+    std::ofstream file(a.out, std::ios::binary);
+    if (!file) throw io_error(fmt::format("{}: cannot write", a.out));
+    if (as_json) {
+      write_snapshot_json(s, file);
+    } else {
+      write_snapshot_pickle(s, file);
+    }
+    if (!file) throw io_error(fmt::format("{}: write failed", a.out));
+  }
+  std::uint64_t reserved = 0;
+  for (const snapshot_segment& seg : s.segments) reserved += seg.total_size;
+  const std::size_t entries = s.device_traces.empty() ? 0 : s.device_traces[0].size();
+  if (a.json) {
+    print_json({{"out", a.out}, {"kind", a.kind}, {"segments", s.segments.size()},
+                {"entries", entries}, {"reserved", reserved}});
+  } else {
+    std::cout << fmt::format("wrote {}: a {} workload, {} trace entries, {} segments ({} reserved at the end)\n",
+                             a.out, a.kind, entries, s.segments.size(), format_size(reserved));
+  }
+}
+
+}  // namespace
 
 void add_mem_commands(CLI::App& root) {
-  CLI::App* group = root.add_subcommand("mem", "GPU memory: replay PyTorch snapshots, explain OOMs, advise allocator settings");
+  CLI::App* group = root.add_subcommand(
+      "mem", "GPU memory: replay PyTorch snapshots, explain OOMs, advise allocator settings");
   group->require_subcommand(1);
+
+  auto replay_cmd = std::make_shared<replay_args>();
+  CLI::App* rp = group->add_subcommand(
+      "replay", "Replay a PyTorch memory snapshot through keel's allocator and measure it");
+  rp->add_option("trace", replay_cmd->trace, "Snapshot file (pickle from _dump_snapshot, or JSON)")
+      ->required();
+  rp->add_option("--device", replay_cmd->device, "Device to replay (default: the one with most events)");
+  rp->add_option("--policy", replay_cmd->policy, "pytorch or keel")->capture_default_str();
+  rp->add_option("--conf", replay_cmd->conf,
+                 "Allocator settings in PYTORCH_CUDA_ALLOC_CONF syntax (default: as recorded)");
+  rp->add_option("--capacity", replay_cmd->capacity, "Device memory, e.g. 80GiB (default: unlimited)");
+  rp->add_option("--start", replay_cmd->start,
+                 "Starting state: layout (PyTorch's segments as recorded) or live (only the live "
+                 "blocks); default layout for pytorch, live for keel");
+  rp->add_option("--html", replay_cmd->html, "Also write a self-contained HTML report");
+  add_json_flag(rp, replay_cmd->json);
+  rp->callback([replay_cmd] { run_replay(*replay_cmd); });
+
+  auto synth_cmd = std::make_shared<synth_args>();
+  CLI::App* sy = group->add_subcommand(
+      "synth", "Write a realistic snapshot from a model of a workload (train or infer)");
+  sy->add_option("kind", synth_cmd->kind, "train (variable-length transformer training) or infer "
+                                         "(LLM serving with a growing KV cache)")->required();
+  sy->add_option("--out", synth_cmd->out, "Output file: .pickle (PyTorch's format) or .json")->required();
+  sy->add_option("--seed", synth_cmd->options.seed, "Random seed")->capture_default_str();
+  sy->add_option("--steps", synth_cmd->options.steps, "Training steps or requests")->capture_default_str();
+  sy->add_option("--layers", synth_cmd->options.layers, "Transformer layers")->capture_default_str();
+  sy->add_option("--hidden", synth_cmd->options.hidden, "Hidden size")->capture_default_str();
+  sy->add_option("--heads", synth_cmd->options.heads, "Attention heads")->capture_default_str();
+  sy->add_option("--batch", synth_cmd->options.batch, "Batch size")->capture_default_str();
+  sy->add_option("--min-seq", synth_cmd->options.min_seq, "Shortest sequence or prompt")->capture_default_str();
+  sy->add_option("--max-seq", synth_cmd->options.max_seq, "Longest sequence or prompt")->capture_default_str();
+  sy->add_option("--new-tokens", synth_cmd->options.new_tokens, "Tokens generated per request (infer)")
+      ->capture_default_str();
+  add_json_flag(sy, synth_cmd->json);
+  sy->callback([synth_cmd] { run_synth(*synth_cmd); });
+
+  add_mem_advise_commands(*group);
 }
 
 }  // namespace keel::cli

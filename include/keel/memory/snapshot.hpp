@@ -7,10 +7,16 @@
 // of block sizes), and writes the 2.2+ layout. Readers never execute anything: pickles are
 // parsed by a restricted reader that refuses every opcode that could construct an object.
 // Values are plain, copyable and immutable once read; functions are thread-safe.
+//
+// Stack traces repeat heavily (a 19k-event trace holds ~700k frames but ~300 distinct
+// stacks), so `frames` is a frame_stack: an immutable, shared vector of frames. Copying one
+// copies a pointer; the reader builds each distinct stack once.
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <iosfwd>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -24,6 +30,38 @@ struct frame {
   std::string filename;
   std::int64_t line = 0;
   std::string name;
+  friend bool operator==(const frame&, const frame&) = default;
+};
+
+// An immutable call stack (innermost frame first, as PyTorch records it), shared between
+// copies. Reads like a const std::vector<frame>.
+class frame_stack {
+ public:
+  frame_stack() = default;
+  frame_stack(std::vector<frame> frames)  // NOLINT(google-explicit-constructor)
+      : frames_(frames.empty() ? nullptr
+                               : std::make_shared<const std::vector<frame>>(std::move(frames))) {}
+  frame_stack(std::initializer_list<frame> frames) : frame_stack(std::vector<frame>(frames)) {}
+
+  const std::vector<frame>& vector() const noexcept { return frames_ ? *frames_ : no_frames(); }
+  std::size_t size() const noexcept { return vector().size(); }
+  bool empty() const noexcept { return size() == 0; }
+  const frame& operator[](std::size_t i) const { return vector()[i]; }
+  auto begin() const noexcept { return vector().begin(); }
+  auto end() const noexcept { return vector().end(); }
+  // True when both share one vector (cheap identity, used to write a stack once).
+  const void* identity() const noexcept { return frames_.get(); }
+
+  friend bool operator==(const frame_stack& a, const frame_stack& b) {
+    return a.frames_ == b.frames_ || a.vector() == b.vector();
+  }
+
+ private:
+  static const std::vector<frame>& no_frames() noexcept {
+    static const std::vector<frame> none;
+    return none;
+  }
+  std::shared_ptr<const std::vector<frame>> frames_;
 };
 
 enum class block_state { active_allocated, active_pending_free, inactive };
@@ -33,7 +71,8 @@ struct snapshot_block {
   std::uint64_t size = 0;            // rounded size the allocator handed out
   std::uint64_t requested_size = 0;  // what the program asked for (0 when unknown)
   block_state state = block_state::inactive;
-  std::vector<frame> frames;
+  frame_stack frames;
+  friend bool operator==(const snapshot_block&, const snapshot_block&) = default;
 };
 
 struct snapshot_segment {
@@ -48,7 +87,8 @@ struct snapshot_segment {
   std::pair<std::int64_t, std::int64_t> pool_id{0, 0};
   bool is_expandable = false;
   std::vector<snapshot_block> blocks;  // in address order, covering the segment
-  std::vector<frame> frames;
+  frame_stack frames;
+  friend bool operator==(const snapshot_segment&, const snapshot_segment&) = default;
 };
 
 enum class trace_action {
@@ -71,7 +111,8 @@ struct trace_entry {
   std::uint64_t stream = 0;
   std::optional<std::int64_t> time_us;
   std::uint64_t device_free = 0;  // oom: free device memory reported by the driver
-  std::vector<frame> frames;
+  frame_stack frames;
+  friend bool operator==(const trace_entry&, const trace_entry&) = default;
 };
 
 // The recorded allocator settings (2.2+ files); absent fields keep PyTorch's defaults.
@@ -82,6 +123,7 @@ struct allocator_settings {
   double garbage_collection_threshold = 0.0;
   std::vector<std::int64_t> roundup_power2_divisions;  // one per power-of-two interval
   std::optional<std::int64_t> max_non_split_rounding_size;
+  friend bool operator==(const allocator_settings&, const allocator_settings&) = default;
 };
 
 struct snapshot {
@@ -90,20 +132,26 @@ struct snapshot {
   std::optional<allocator_settings> settings;
   // True when the file was the plain segment list of torch.cuda.memory_snapshot().
   bool segments_only = false;
+  friend bool operator==(const snapshot&, const snapshot&) = default;
 };
 
 std::string_view to_string(trace_action action) noexcept;
 std::string_view to_string(block_state state) noexcept;
 
 // Reads a snapshot file, pickle or JSON (told apart by content). Throws keel::io_error when
-// the file cannot be read and keel::parse_error (with the byte offset or line:column) when
-// it is not a snapshot.
+// the file cannot be read and keel::parse_error (with the byte offset or line:column, and
+// the place in the structure, e.g. "segments[3].blocks[2]") when it is not a snapshot.
+// Unknown keys are ignored; an unknown trace action or block state is an error. Pickles go
+// through pickle::parse (include/keel/memory/pickle.hpp) with its default limits.
 snapshot read_snapshot(const std::string& path);
 snapshot parse_snapshot_pickle(std::span<const std::byte> bytes, std::string_view source);
 snapshot parse_snapshot_json(std::string_view text, std::string_view source);
 
 // Writes the 2.2+ layout: as a protocol-4 pickle that Python's standard unpickler and
-// torch.cuda._memory_viz load, or as JSON with the same keys.
+// torch.cuda._memory_viz load, or as JSON with the same keys (tuples become lists).
+// allocator_settings is written when `settings` is set; a segments_only snapshot is written
+// as the plain segment list (its traces and settings are not written). Throws io_error when
+// the stream fails, invalid_argument (JSON only) for a non-finite number.
 void write_snapshot_pickle(const snapshot& s, std::ostream& out);
 void write_snapshot_json(const snapshot& s, std::ostream& out);
 

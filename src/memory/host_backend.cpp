@@ -1,0 +1,119 @@
+#include "keel/memory/host_backend.hpp"
+
+#include <fmt/format.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "keel/core/error.hpp"
+
+namespace keel::memory {
+namespace {
+
+std::size_t default_capacity() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return std::size_t{1} << 32;
+  return static_cast<std::size_t>(pages) * static_cast<std::size_t>(page) / 2;
+}
+
+void* as_pointer(std::uint64_t address) { return reinterpret_cast<void*>(address); }
+
+}  // namespace
+
+host_backend::host_backend(std::size_t capacity, std::size_t page)
+    : capacity_(capacity == 0 ? default_capacity() : capacity), page_(page) {
+  const auto os_page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  if (page == 0 || page % os_page != 0) {
+    throw invalid_argument(
+        fmt::format("host backend: page size {} is not a multiple of the OS page {}", page, os_page));
+  }
+}
+
+host_backend::~host_backend() {
+  for (const auto& [address, size] : segments_) munmap(as_pointer(address), size);
+  for (const auto& [address, r] : ranges_) munmap(as_pointer(address), r.size);
+}
+
+std::optional<std::uint64_t> host_backend::do_allocate_segment(std::size_t bytes) {
+  if (bytes > capacity_ - used_) return std::nullopt;
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                 -1, 0);
+  if (p == MAP_FAILED) {
+    if (errno == ENOMEM) return std::nullopt;
+    throw backend_error(fmt::format("host backend: mmap of {} bytes failed: {}", bytes,
+                                    std::strerror(errno)));
+  }
+  const auto address = reinterpret_cast<std::uint64_t>(p);
+  segments_.emplace(address, bytes);
+  used_ += bytes;
+  return address;
+}
+
+void host_backend::do_free_segment(std::uint64_t address, std::size_t bytes) noexcept {
+  if (segments_.erase(address) == 0) return;
+  munmap(as_pointer(address), bytes);
+  used_ -= bytes;
+}
+
+std::optional<std::uint64_t> host_backend::do_reserve_range(std::size_t bytes) {
+  void* p = mmap(nullptr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) {
+    if (errno == ENOMEM) return std::nullopt;
+    throw backend_error(fmt::format("host backend: reserving {} bytes of address space failed: {}",
+                                    bytes, std::strerror(errno)));
+  }
+  const auto address = reinterpret_cast<std::uint64_t>(p);
+  ranges_.emplace(address, range{bytes, {}});
+  return address;
+}
+
+void host_backend::do_release_range(std::uint64_t address, std::size_t bytes) noexcept {
+  const auto it = ranges_.find(address);
+  if (it == ranges_.end()) return;
+  do_unmap_pages(address, 0, bytes);
+  munmap(as_pointer(address), it->second.size);
+  ranges_.erase(it);
+}
+
+bool host_backend::do_map_pages(std::uint64_t address, std::size_t offset, std::size_t bytes) {
+  const auto it = ranges_.find(address);
+  if (it == ranges_.end() || offset + bytes > it->second.size) {
+    throw invalid_argument(fmt::format("host backend: map outside a reserved range at {:#x}", address));
+  }
+  if (bytes > capacity_ - used_) return false;
+  auto& mapped = it->second.mapped;
+  const std::size_t first = offset / page_;
+  const std::size_t last = (offset + bytes) / page_;
+  const auto clash = mapped.lower_bound(first);
+  if (clash != mapped.end() && *clash < last) {
+    throw invalid_argument(fmt::format("host backend: page {} of {:#x} is mapped twice", *clash, address));
+  }
+  if (mprotect(as_pointer(address + offset), bytes, PROT_READ | PROT_WRITE) != 0) {
+    if (errno == ENOMEM) return false;
+    throw backend_error(fmt::format("host backend: mprotect failed: {}", std::strerror(errno)));
+  }
+  for (std::size_t p = first; p < last; ++p) mapped.insert(mapped.end(), p);
+  used_ += bytes;
+  return true;
+}
+
+void host_backend::do_unmap_pages(std::uint64_t address, std::size_t offset,
+                                  std::size_t bytes) noexcept {
+  const auto it = ranges_.find(address);
+  if (it == ranges_.end()) return;
+  auto& mapped = it->second.mapped;
+  const auto first = mapped.lower_bound(offset / page_);
+  const auto last = mapped.lower_bound((offset + bytes) / page_);
+  for (auto p = first; p != last; ++p) {
+    void* page_address = as_pointer(address + *p * page_);
+    madvise(page_address, page_, MADV_DONTNEED);  // give the memory back
+    mprotect(page_address, page_, PROT_NONE);     // and fault on any later touch
+    used_ -= page_;
+  }
+  mapped.erase(first, last);
+}
+
+}  // namespace keel::memory

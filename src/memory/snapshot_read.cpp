@@ -1,0 +1,420 @@
+// Snapshot reader: the plain-value tree (pickle or JSON) -> keel::memory::snapshot.
+#include "keel/core/error.hpp"
+#include "keel/memory/pickle.hpp"
+#include "keel/memory/snapshot.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <limits>
+#include <unordered_map>
+
+namespace keel::memory {
+
+std::string_view to_string(trace_action action) noexcept {
+  switch (action) {
+    case trace_action::alloc: return "alloc";
+    case trace_action::free_requested: return "free_requested";
+    case trace_action::free_completed: return "free_completed";
+    case trace_action::segment_alloc: return "segment_alloc";
+    case trace_action::segment_free: return "segment_free";
+    case trace_action::segment_map: return "segment_map";
+    case trace_action::segment_unmap: return "segment_unmap";
+    case trace_action::oom: return "oom";
+    case trace_action::snapshot: return "snapshot";
+    case trace_action::annotate: return "user_defined";  // PyTorch's name for it
+  }
+  return "?";
+}
+
+std::string_view to_string(block_state state) noexcept {
+  switch (state) {
+    case block_state::active_allocated: return "active_allocated";
+    case block_state::active_pending_free: return "active_pending_free";
+    case block_state::inactive: return "inactive";
+  }
+  return "?";
+}
+
+namespace {
+
+using pickle::kind;
+using pickle::value;
+
+class converter {
+ public:
+  explicit converter(const pickle::document& doc)
+      : doc_(doc), stack_of_list_(doc.node_count(), -1), frame_of_dict_(doc.node_count(), -1) {}
+
+  snapshot run() {
+    snapshot s;
+    const value root = doc_.root();
+    if (root.is(kind::list)) {
+      // torch.cuda.memory_snapshot(): the plain list of segments.
+      s.segments_only = true;
+      read_segments(root, s);
+      return s;
+    }
+    expect(root, kind::dict, "the top level");
+    const auto segments = root.get("segments");
+    if (!segments) fail(root, "a snapshot dict has no 'segments' key");
+    path_.push_back({"segments", npos});
+    expect(*segments, kind::list, "'segments'");
+    read_segments(*segments, s);
+    path_.pop_back();
+
+    if (const auto traces = present(root, "device_traces")) {
+      path_.push_back({"device_traces", npos});
+      expect(*traces, kind::list, "'device_traces'");
+      s.device_traces.resize(traces->size());
+      for (std::size_t d = 0; d < traces->size(); ++d) {
+        path_.back().index = d;
+        const value trace = (*traces)[d];
+        expect(trace, kind::list, "a device trace");
+        auto& out = s.device_traces[d];
+        out.reserve(trace.size());
+        path_.push_back({"", npos});
+        for (std::size_t i = 0; i < trace.size(); ++i) {
+          path_.back().index = i;
+          out.push_back(read_entry(trace[i]));
+        }
+        path_.pop_back();
+      }
+      path_.pop_back();
+    }
+    if (const auto settings = present(root, "allocator_settings")) {
+      path_.push_back({"allocator_settings", npos});
+      s.settings = read_settings(*settings);
+      path_.pop_back();
+    }
+    return s;
+  }
+
+ private:
+  static constexpr std::size_t npos = std::numeric_limits<std::size_t>::max();
+  struct step {
+    const char* name;
+    std::size_t index;
+  };
+
+  std::string where() const {
+    std::string p;
+    for (const step& s : path_) {
+      if (*s.name) {
+        if (!p.empty()) p += '.';
+        p += s.name;
+      }
+      if (s.index != npos) p += fmt::format("[{}]", s.index);
+    }
+    return p.empty() ? std::string("top level") : p;
+  }
+
+  [[noreturn]] void fail(const value& at, const std::string& message) const {
+    const std::string text = fmt::format("{}: {}", where(), message);
+    if (doc_.is_text()) {
+      const auto [line, column] = doc_.line_column(at.offset());
+      throw parse_error(doc_.source(), line, column, text);
+    }
+    throw parse_error::at_offset(doc_.source(), at.offset(), text);
+  }
+
+  void expect(const value& v, kind k, std::string_view what) const {
+    if (!v.is(k)) fail(v, fmt::format("{} must be a {}, not a {}", what, pickle::to_string(k), pickle::to_string(v.type())));
+  }
+
+  // A key that is present and not None.
+  static std::optional<value> present(const value& dict, std::string_view key) {
+    auto v = dict.get(key);
+    if (v && v->is(kind::none)) return std::nullopt;
+    return v;
+  }
+
+  value required(const value& dict, std::string_view key) const {
+    auto v = present(dict, key);
+    if (!v) fail(dict, fmt::format("missing '{}'", key));
+    return *v;
+  }
+
+  std::uint64_t to_u64(const value& v, std::string_view key) const {
+    if (!v.is(kind::integer)) fail(v, fmt::format("'{}' must be an int, not a {}", key, pickle::to_string(v.type())));
+    if (!v.is_big_unsigned() && v.as_int() < 0) fail(v, fmt::format("'{}' must not be negative", key));
+    return v.as_uint64();
+  }
+  std::int64_t to_i64(const value& v, std::string_view key) const {
+    if (!v.is(kind::integer) || v.is_big_unsigned())
+      fail(v, fmt::format("'{}' must be an int in the int64 range", key));
+    return v.as_int();
+  }
+  std::uint64_t u64(const value& dict, std::string_view key, std::uint64_t fallback = 0) const {
+    const auto v = present(dict, key);
+    return v ? to_u64(*v, key) : fallback;
+  }
+  // Stream handles are raw cudaStream_t values; keep the bits whatever the sign.
+  std::uint64_t bits64(const value& dict, std::string_view key) const {
+    const auto v = present(dict, key);
+    if (!v) return 0;
+    if (!v->is(kind::integer)) fail(*v, fmt::format("'{}' must be an int, not a {}", key, pickle::to_string(v->type())));
+    return v->is_big_unsigned() ? v->as_uint64() : static_cast<std::uint64_t>(v->as_int());
+  }
+  bool boolean(const value& dict, std::string_view key, bool fallback) const {
+    const auto v = present(dict, key);
+    if (!v) return fallback;
+    if (v->is(kind::boolean)) return v->as_bool();
+    if (v->is(kind::integer)) return to_i64(*v, key) != 0;
+    fail(*v, fmt::format("'{}' must be a bool, not a {}", key, pickle::to_string(v->type())));
+  }
+  std::string_view str(const value& v, std::string_view key) const {
+    if (!v.is(kind::string)) fail(v, fmt::format("'{}' must be a str, not a {}", key, pickle::to_string(v.type())));
+    return v.as_string();
+  }
+
+  void read_segments(const value& list, snapshot& s) {
+    s.segments.reserve(list.size());
+    path_.push_back({"", npos});
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      path_.back().index = i;
+      s.segments.push_back(read_segment(list[i]));
+    }
+    path_.pop_back();
+  }
+
+  snapshot_segment read_segment(const value& v) {
+    expect(v, kind::dict, "a segment");
+    snapshot_segment seg;
+    const std::int64_t device = present(v, "device") ? to_i64(required(v, "device"), "device") : 0;
+    if (device < 0 || device > 1'000'000) fail(v, fmt::format("device {} is out of range", device));
+    seg.device = static_cast<int>(device);
+    seg.address = to_u64(required(v, "address"), "address");
+    seg.total_size = to_u64(required(v, "total_size"), "total_size");
+    seg.allocated_size = u64(v, "allocated_size");
+    seg.active_size = u64(v, "active_size");
+    seg.requested_size = u64(v, "requested_size");
+    seg.stream = bits64(v, "stream");
+    if (const auto type = present(v, "segment_type")) {
+      const auto t = str(*type, "segment_type");
+      if (t == "large") {
+        seg.is_large = true;
+      } else if (t == "small") {
+        seg.is_large = false;
+      } else {
+        fail(*type, fmt::format("segment_type '{}' is neither 'large' nor 'small'", t));
+      }
+    } else {
+      // Small-pool segments are always exactly 2 MiB (kSmallBuffer); large ones never are.
+      seg.is_large = seg.total_size != 2u * 1024 * 1024;
+    }
+    if (const auto pool = present(v, "segment_pool_id")) {
+      if (!(pool->is(kind::tuple) || pool->is(kind::list)) || pool->size() != 2)
+        fail(*pool, "'segment_pool_id' must be a pair of ints");
+      seg.pool_id = {to_i64((*pool)[0], "segment_pool_id"), to_i64((*pool)[1], "segment_pool_id")};
+    }
+    seg.is_expandable = boolean(v, "is_expandable", false);
+    if (const auto frames = present(v, "frames")) seg.frames = stack(*frames);
+
+    const value blocks = required(v, "blocks");
+    expect(blocks, kind::list, "'blocks'");
+    seg.blocks.reserve(blocks.size());
+    path_.push_back({"blocks", npos});
+    std::uint64_t next = seg.address;  // 2.0-era blocks have no address: they tile the segment
+    for (std::size_t i = 0; i < blocks.size(); ++i) {
+      path_.back().index = i;
+      const value b = blocks[i];
+      expect(b, kind::dict, "a block");
+      snapshot_block block;
+      block.size = to_u64(required(b, "size"), "size");
+      block.requested_size = u64(b, "requested_size");
+      block.address = present(b, "address") ? to_u64(required(b, "address"), "address") : next;
+      if (block.size > std::numeric_limits<std::uint64_t>::max() - block.address)
+        fail(b, "block extends past the end of the address space");
+      next = block.address + block.size;
+      const value state = required(b, "state");
+      const auto st = str(state, "state");
+      if (st == "active_allocated") {
+        block.state = block_state::active_allocated;
+      } else if (st == "active_pending_free") {
+        block.state = block_state::active_pending_free;
+      } else if (st == "inactive") {
+        block.state = block_state::inactive;
+      } else {
+        fail(state, fmt::format("unknown block state '{}'", st));
+      }
+      if (const auto frames = present(b, "frames")) {
+        block.frames = stack(*frames);
+      } else if (const auto history = present(b, "history")) {
+        // 2.0-era: each history entry is one allocation made in this block; the last one
+        // is the allocation the block holds (or held last).
+        expect(*history, kind::list, "'history'");
+        if (history->size() > 0) {
+          const value last = (*history)[history->size() - 1];
+          expect(last, kind::dict, "a history entry");
+          if (const auto frames = present(last, "frames")) block.frames = stack(*frames);
+        }
+      }
+      seg.blocks.push_back(std::move(block));
+    }
+    path_.pop_back();
+    return seg;
+  }
+
+  trace_entry read_entry(const value& v) {
+    expect(v, kind::dict, "a trace entry");
+    trace_entry e;
+    const value action = required(v, "action");
+    const auto a = str(action, "action");
+    static constexpr std::pair<std::string_view, trace_action> k_actions[] = {
+        {"alloc", trace_action::alloc},
+        {"free_requested", trace_action::free_requested},
+        {"free_completed", trace_action::free_completed},
+        {"segment_alloc", trace_action::segment_alloc},
+        {"segment_free", trace_action::segment_free},
+        {"segment_map", trace_action::segment_map},
+        {"segment_unmap", trace_action::segment_unmap},
+        {"oom", trace_action::oom},
+        {"snapshot", trace_action::snapshot},
+        {"user_defined", trace_action::annotate},
+        {"annotate", trace_action::annotate},
+    };
+    const auto* found = std::find_if(std::begin(k_actions), std::end(k_actions),
+                                     [&](const auto& p) { return p.first == a; });
+    if (found == std::end(k_actions)) fail(action, fmt::format("unknown trace action '{}'", a));
+    e.action = found->second;
+    if (e.action == trace_action::oom) {
+      // PyTorch writes the driver's free bytes as device_free in place of addr.
+      e.device_free = present(v, "device_free") ? u64(v, "device_free") : u64(v, "addr");
+    } else {
+      e.addr = u64(v, "addr");
+    }
+    e.size = u64(v, "size");
+    e.stream = bits64(v, "stream");
+    if (const auto t = present(v, "time_us")) e.time_us = to_i64(*t, "time_us");
+    if (const auto frames = present(v, "frames")) e.frames = stack(*frames);
+    return e;
+  }
+
+  allocator_settings read_settings(const value& v) {
+    expect(v, kind::dict, "'allocator_settings'");
+    allocator_settings s;
+    if (const auto conf = present(v, "PYTORCH_CUDA_ALLOC_CONF")) s.conf = std::string(str(*conf, "PYTORCH_CUDA_ALLOC_CONF"));
+    s.expandable_segments = boolean(v, "expandable_segments", false);
+    if (const auto m = present(v, "max_split_size")) s.max_split_size = to_i64(*m, "max_split_size");
+    if (const auto g = present(v, "garbage_collection_threshold")) {
+      if (!g->is(kind::floating) && !g->is(kind::integer))
+        fail(*g, "'garbage_collection_threshold' must be a number");
+      s.garbage_collection_threshold = g->as_double();
+      if (!std::isfinite(s.garbage_collection_threshold))
+        fail(*g, "'garbage_collection_threshold' must be a finite number");
+    }
+    if (const auto r = present(v, "roundup_power2_divisions")) {
+      if (r->is(kind::dict)) {
+        // {"1": d, "2": d, ..., "32768": d}: interval start in MiB -> divisions.
+        std::vector<std::pair<std::uint64_t, std::int64_t>> pairs;
+        for (std::size_t i = 0; i < r->size(); ++i) {
+          const auto k = str(r->key(i), "roundup_power2_divisions key");
+          std::uint64_t start = 0;
+          const auto res = std::from_chars(k.data(), k.data() + k.size(), start);
+          if (res.ec != std::errc() || res.ptr != k.data() + k.size())
+            fail(r->key(i), fmt::format("roundup_power2_divisions key '{}' is not a number", k));
+          pairs.emplace_back(start, to_i64(r->item(i), "roundup_power2_divisions"));
+        }
+        std::sort(pairs.begin(), pairs.end());
+        for (const auto& p : pairs) s.roundup_power2_divisions.push_back(p.second);
+      } else if (r->is(kind::list) || r->is(kind::tuple)) {
+        for (std::size_t i = 0; i < r->size(); ++i)
+          s.roundup_power2_divisions.push_back(to_i64((*r)[i], "roundup_power2_divisions"));
+      } else {
+        fail(*r, "'roundup_power2_divisions' must be a dict or a list");
+      }
+    }
+    if (const auto m = present(v, "max_non_split_rounding_size"))
+      s.max_non_split_rounding_size = to_i64(*m, "max_non_split_rounding_size");
+    return s;
+  }
+
+  // Frames: PyTorch shares frame dicts (and sometimes whole lists) through the memo, so the
+  // same node ids recur; each distinct stack is built once and shared.
+  frame_stack stack(const value& list) {
+    if (!list.is(kind::list) && !list.is(kind::tuple))
+      fail(list, fmt::format("'frames' must be a list, not a {}", pickle::to_string(list.type())));
+    if (list.size() == 0) return {};
+    if (const std::int32_t cached = stack_of_list_[list.id()]; cached >= 0) return stacks_[static_cast<std::size_t>(cached)];
+    key_.clear();
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const std::uint32_t f = frame_index(list[i]);
+      key_.append(reinterpret_cast<const char*>(&f), sizeof f);
+    }
+    auto [it, inserted] = stack_by_key_.try_emplace(key_, static_cast<std::int32_t>(stacks_.size()));
+    if (inserted) {
+      std::vector<frame> frames;
+      frames.reserve(list.size());
+      for (std::size_t i = 0; i < key_.size(); i += sizeof(std::uint32_t)) {
+        std::uint32_t f;
+        std::memcpy(&f, key_.data() + i, sizeof f);
+        frames.push_back(frames_[f]);
+      }
+      stacks_.emplace_back(std::move(frames));
+    }
+    stack_of_list_[list.id()] = it->second;
+    return stacks_[static_cast<std::size_t>(it->second)];
+  }
+
+  std::uint32_t frame_index(const value& f) {
+    if (const std::int32_t cached = frame_of_dict_[f.id()]; cached >= 0) return static_cast<std::uint32_t>(cached);
+    expect(f, kind::dict, "a frame");
+    frame out;
+    if (const auto file = present(f, "filename")) out.filename = std::string(str(*file, "filename"));
+    if (const auto name = present(f, "name")) out.name = std::string(str(*name, "name"));
+    if (const auto line = present(f, "line")) out.line = to_i64(*line, "line");
+    // Intern by content too: JSON (and some pickles) repeat equal frames as distinct nodes.
+    frame_key_.clear();
+    frame_key_.append(out.filename).append(1, '\0').append(out.name).append(1, '\0');
+    frame_key_.append(reinterpret_cast<const char*>(&out.line), sizeof out.line);
+    auto [it, inserted] = frame_by_key_.try_emplace(frame_key_, static_cast<std::uint32_t>(frames_.size()));
+    if (inserted) frames_.push_back(std::move(out));
+    frame_of_dict_[f.id()] = static_cast<std::int32_t>(it->second);
+    return it->second;
+  }
+
+  const pickle::document& doc_;
+  std::vector<step> path_;
+  std::vector<std::int32_t> stack_of_list_;  // node id -> index in stacks_
+  std::vector<std::int32_t> frame_of_dict_;  // node id -> index in frames_
+  std::vector<frame_stack> stacks_;
+  std::vector<frame> frames_;
+  std::unordered_map<std::string, std::int32_t> stack_by_key_;
+  std::unordered_map<std::string, std::uint32_t> frame_by_key_;
+  std::string key_, frame_key_;
+};
+
+}  // namespace
+
+snapshot parse_snapshot_pickle(std::span<const std::byte> bytes, std::string_view source) {
+  const pickle::document doc = pickle::parse(bytes, source);
+  return converter(doc).run();
+}
+
+snapshot parse_snapshot_json(std::string_view text, std::string_view source) {
+  const pickle::document doc = pickle::parse_json(text, source);
+  return converter(doc).run();
+}
+
+snapshot read_snapshot(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw io_error(fmt::format("cannot open '{}': {}", path, std::strerror(errno)));
+  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) throw io_error(fmt::format("cannot read '{}'", path));
+  // JSON starts with '{' or '[' (after whitespace); neither byte, nor whitespace, is a
+  // pickle opcode, and a pickle of protocol 2+ starts with PROTO (0x80).
+  std::size_t i = 0;
+  while (i < data.size() && (data[i] == ' ' || data[i] == '\n' || data[i] == '\r' || data[i] == '\t')) ++i;
+  if (i < data.size() && (data[i] == '{' || data[i] == '[')) return parse_snapshot_json(data, path);
+  if (data.empty()) throw parse_error::at_offset(path, 0, "empty file: not a snapshot");
+  return parse_snapshot_pickle(std::as_bytes(std::span(data.data(), data.size())), path);
+}
+
+}  // namespace keel::memory
