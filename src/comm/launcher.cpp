@@ -105,13 +105,15 @@ local_job::~local_job() {
   if (running) wait(std::chrono::milliseconds(0));
 }
 
-std::vector<rank_exit> local_job::wait(std::chrono::milliseconds grace, bool cleanup) {
+std::vector<rank_exit> local_job::wait(std::chrono::milliseconds grace, bool cleanup,
+                                       std::chrono::milliseconds limit) {
   std::vector<rank_exit> exits(pids_.size());
   for (std::size_t i = 0; i < pids_.size(); ++i) exits[i].rank = static_cast<int>(i);
   std::size_t left = 0;
   for (bool d : done_) left += !d;
   std::chrono::steady_clock::time_point kill_at = std::chrono::steady_clock::time_point::max();
-  bool killed = false;
+  if (limit.count() > 0) kill_at = std::min(kill_at, start_ + limit);
+  bool killed = false, failed = false;
   while (left > 0) {
     bool reaped = false;
     for (std::size_t i = 0; i < pids_.size(); ++i) {
@@ -126,12 +128,14 @@ std::vector<rank_exit> local_job::wait(std::chrono::milliseconds grace, bool cle
                       : WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
       exits[i].seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-      if (exits[i].code != 0 && kill_at == std::chrono::steady_clock::time_point::max()) {
-        kill_at = std::chrono::steady_clock::now() + grace;
+      if (exits[i].code != 0 && !failed) {
+        failed = true;
+        kill_at = std::min(kill_at, std::chrono::steady_clock::now() + grace);
       }
     }
     if (reaped) continue;
     if (!killed && std::chrono::steady_clock::now() >= kill_at) {
+      if (limit.count() > 0 && std::chrono::steady_clock::now() >= start_ + limit) timed_out_ = true;
       for (std::size_t i = 0; i < pids_.size(); ++i) {
         if (!done_[i]) ::kill(pids_[i], SIGKILL);
       }

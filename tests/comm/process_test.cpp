@@ -1,17 +1,24 @@
 // Ranks as real processes, through the `keel` CLI: launch, verify (the quick slice over shm
 // and TCP), bench's nccl-tests table and JSON, the kill -9 fault trials, and bad input.
+// Every run has a deadline; past it the CLI and all its ranks are killed and the test fails.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <string>
 
-#include "process.hpp"
+#include "bounded_process.hpp"
 
 namespace keel::comm {
 namespace {
 
-using keel::test::run_keel;
+// Runs `keel ARGS`; a run still going after `seconds` is killed (with its ranks) and fails.
+test::bounded_result run_keel(const std::vector<std::string>& args, double seconds = 60) {
+  auto r = test::run_keel_within(args, seconds);
+  EXPECT_FALSE(r.timed_out) << "keel was still running after " << seconds << " s: " << r.out
+                            << r.err;
+  return r;
+}
 
 TEST(CommProcess, LaunchSetsTorchrunVariables) {
   const auto r = run_keel({"comm", "launch", "-n", "3", "--", "/bin/sh", "-c",
@@ -30,15 +37,23 @@ TEST(CommProcess, LaunchReportsTheFailingRank) {
   EXPECT_NE(r.err.find("rank 1 exited with 7"), std::string::npos) << r.err;
 }
 
+TEST(CommProcess, LaunchTimeoutKillsAHungJob) {
+  const auto r = run_keel({"comm", "launch", "-n", "2", "--timeout", "0.5", "--", "/bin/sh", "-c",
+                           "exec sleep 30"}, 20);
+  EXPECT_EQ(r.exit_code, 124) << r.err;
+  EXPECT_NE(r.err.find("job still running after 0.5 s, killed"), std::string::npos) << r.err;
+  EXPECT_LT(r.seconds, 10.0);
+}
+
 TEST(CommProcess, VerifySliceOverSharedMemory) {
-  const auto r = run_keel({"comm", "verify", "-N", "1-4", "--timeout", "30"});
+  const auto r = run_keel({"comm", "verify", "-N", "1-4", "--timeout", "30"}, 110);
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("verify: 4 ranks (shm)"), std::string::npos) << r.out;
 }
 
 TEST(CommProcess, VerifySliceOverTcp) {
-  const auto r = run_keel({"comm", "verify", "-N", "2,3", "--transport", "tcp", "--json"});
+  const auto r = run_keel({"comm", "verify", "-N", "2,3", "--transport", "tcp", "--json"}, 110);
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   // One JSON document per rank count.
   std::size_t pos = 0;

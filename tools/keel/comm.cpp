@@ -1,6 +1,6 @@
 // `keel comm`: collective communication — launch ranks, verify and benchmark collectives,
 // inject faults.
-//   keel comm launch -n N [--grace S] -- CMD ARGS     N local ranks, torchrun's variables
+//   keel comm launch -n N [--grace S] [--timeout S] -- CMD ARGS   N local ranks, torchrun's env
 //   keel comm verify [-N LIST] [--full] ...           collectives vs a serial reference
 //   keel comm bench  [nccl-tests flags] [-N N] ...    nccl-tests' table (or --json)
 //   keel comm faults [-N N] [--trials T] ...          kill -9 a rank mid-allreduce, time it
@@ -104,10 +104,18 @@ void add_launch(CLI::App* group) {
   cmd->add_option("-n,--nproc", ranks, "Number of ranks")->required()->check(CLI::Range(1, 1024));
   cmd->add_option("--grace", grace, "Seconds the other ranks get after one fails, then SIGKILL")
       ->check(CLI::Range(0.0, 3600.0));
+  static double limit = 0;
+  cmd->add_option("--timeout", limit, "Kill every rank still running after this many seconds (0: no limit)")
+      ->check(CLI::Range(0.0, 1e7));
   cmd->add_option("command", command, "The command and its arguments (after --)")->required();
   cmd->callback([] {
     local_job job(ranks, command);
-    const auto exits = job.wait(std::chrono::milliseconds(static_cast<long>(grace * 1000)));
+    const auto exits = job.wait(std::chrono::milliseconds(static_cast<long>(grace * 1000)), true,
+                                std::chrono::milliseconds(static_cast<long>(limit * 1000)));
+    if (job.timed_out()) {
+      std::cerr << fmt::format("keel comm launch: job still running after {:g} s, killed\n", limit);
+      std::exit(124);
+    }
     for (const auto& e : exits) {
       if (e.code != 0) std::cerr << fmt::format("keel comm launch: rank {} exited with {}\n", e.rank, e.code);
     }

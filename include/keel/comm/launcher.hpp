@@ -5,7 +5,7 @@
 // on top of the parent's environment. wait() returns when every rank exited; when one fails
 // (non-zero exit or signal) the others get `grace` to notice and exit on their own, then
 // SIGKILL. After the job, any /dev/shm/keel-<job>-* segment left behind by a killed rank is
-// removed. A convenience for tests and demos, not a cluster manager.
+// removed. wait() can also bound the whole job's run time. A convenience for tests and demos, not a cluster manager.
 // Not thread-safe; one object per job.
 #pragma once
 
@@ -38,8 +38,12 @@ class local_job {
   const std::string& id() const noexcept { return id_; }
   const std::vector<pid_t>& pids() const noexcept { return pids_; }
   // Waits for all ranks; returns their exits in rank order. cleanup: remove the job's
-  // leftover segments afterwards (tests that count leftovers pass false first).
-  std::vector<rank_exit> wait(std::chrono::milliseconds grace, bool cleanup = true);
+  // leftover segments afterwards (tests that count leftovers pass false first). limit > 0:
+  // ranks still running that long after the start are killed (SIGKILL, code 137) and
+  // timed_out() becomes true.
+  std::vector<rank_exit> wait(std::chrono::milliseconds grace, bool cleanup = true,
+                              std::chrono::milliseconds limit = std::chrono::milliseconds(0));
+  bool timed_out() const noexcept { return timed_out_; }
   // Shared-memory segments of this job present now (names under /dev/shm).
   std::vector<std::string> leftover_segments() const;
 
@@ -48,6 +52,7 @@ class local_job {
   std::vector<pid_t> pids_;
   std::vector<bool> done_;
   std::chrono::steady_clock::time_point start_;
+  bool timed_out_ = false;
 };
 
 // The exit code a launcher reports for a job: 0 when all succeeded, else the first failing
