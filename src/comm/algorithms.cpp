@@ -25,7 +25,12 @@ int pow2_floor(int n) {
   return p;
 }
 
-std::vector<int> gate(int g) { return g >= 0 ? std::vector<int>{g} : std::vector<int>{}; }
+// gate(x): op x as the only gate, or none when x < 0 (no allocation).
+struct opt_gate {
+  int g;
+  operator gates_t() const { return g >= 0 ? gates_t(&g, 1) : gates_t(); }
+};
+opt_gate gate(int g) { return {g}; }
 
 }  // namespace
 
@@ -128,9 +133,8 @@ plan allreduce_rd(schedule& s, const args& a) {
   for (int mask = 1; mask < p2; mask <<= 1) {
     const int partner = r ^ mask;
     const int sent = s.send(partner, 0, cur, bytes, gate(last));
-    std::vector<int> g{sent};
-    if (last >= 0) g.push_back(last);
-    last = s.recv_reduce(partner, 0, a.out, cur, bytes, g);
+    last = last >= 0 ? s.recv_reduce(partner, 0, a.out, cur, bytes, {sent, last})
+                     : s.recv_reduce(partner, 0, a.out, cur, bytes, {sent});
     cur = a.out;
   }
   if (r < extra) s.send(r + p2, 0, a.out, bytes, gate(last));
@@ -168,7 +172,8 @@ plan allreduce_rabenseifner(schedule& s, const args& a) {
     hi = khi;
   }
   // Recursive doubling allgather, in reverse: exchange what we own for what the partner owns.
-  std::vector<int> gates = gate(last);
+  std::vector<int> gates;
+  if (last >= 0) gates.push_back(last);
   for (int mask = 1, i = static_cast<int>(sent_ranges.size()) - 1; mask < p2; mask <<= 1, --i) {
     const int partner = r ^ mask;
     const auto [slo, shi] = sent_ranges[static_cast<std::size_t>(i)];

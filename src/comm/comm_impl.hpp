@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "engine.hpp"
@@ -55,7 +56,20 @@ class communicator::impl {
   std::string abort_reason_;
   int abort_culprit_ = -1;
   std::vector<std::byte> scratch_[2];
-  std::map<std::pair<int, std::size_t>, bool> logged_;  // (collective, bytes) choices logged
+  // Reused by every call (no allocation for small collectives): the schedule being run and
+  // the engine's per-queue state.
+  detail::schedule sched_{0};
+  struct queue_state {
+    const std::vector<int>* ops;
+    std::size_t head = 0;
+    detail::pair* p = nullptr;
+    int peer = -1;
+    bool is_recv = false;
+    bool is_shm = false;
+  };
+  std::vector<queue_state> run_queues_;
+  // (collective, requested, bytes) -> algorithm: decisions made (and logged) so far.
+  std::unordered_map<std::uint64_t, algorithm> decided_;
   int spin_us_ = 100000;  // busy-poll this long when idle (0 when oversubscribed)
   int yield_us_ = 0;    // then sched_yield() this long, then sleep on futex / epoll
 

@@ -498,14 +498,21 @@ choice communicator::impl::choose(collective c, std::size_t bytes, algorithm req
 }
 
 algorithm communicator::impl::resolve(collective c, std::size_t bytes, algorithm requested) {
+  // The choice depends only on (collective, requested, bytes): remember it, so that a training
+  // loop's repeated calls cost one hash lookup instead of the model and its explanation.
+  const std::uint64_t key = (static_cast<std::uint64_t>(c) << 58) ^
+                            (static_cast<std::uint64_t>(requested) << 52) ^ bytes;
+  if (bytes < (std::uint64_t{1} << 52)) {
+    if (const auto it = decided_.find(key); it != decided_.end()) return it->second;
+  }
   const choice ch = choose(c, bytes, requested);
   if (log_enabled(log_level::info)) {
-    const auto key = std::make_pair(static_cast<int>(c) * 8 + static_cast<int>(requested), bytes);
-    if (!logged_.count(key) && logged_.size() < 4096) {
-      logged_[key] = true;
-      KEEL_LOG_INFO("comm", "rank {}: {} of {} on {} ranks: chose {}: {}", rank_, to_string(c),
-                    format_size(bytes), size_, to_string(ch.algo), ch.why);
-    }
+    KEEL_LOG_INFO("comm", "rank {}: {} of {} on {} ranks: chose {}: {}", rank_, to_string(c),
+                  format_size(bytes), size_, to_string(ch.algo), ch.why);
+  }
+  if (bytes < (std::uint64_t{1} << 52)) {
+    if (decided_.size() >= 4096) decided_.clear();  // bounded; every rank decides alike
+    decided_.emplace(key, ch.algo);
   }
   return ch.algo;
 }
@@ -649,7 +656,8 @@ void execute(communicator::impl& m, collective c, const void* in, void* out, std
     const std::size_t bytes = count * dtype_size(t);
     if (out && in != out && bytes) std::memmove(out, in, bytes);
   } else {
-    detail::schedule s(m.size_);
+    detail::schedule& s = m.sched_;
+    s.reset(m.size_);
     const detail::plan p = builder_for(c, call.algo)(s, a);
     for (const auto& cp : p.before) std::memcpy(cp.dst, cp.src, cp.bytes);
     m.run(s, call);
@@ -720,7 +728,8 @@ void communicator::send(const void* in, std::size_t count, dtype t, int peer, ca
   --m.seq_;  // point to point does not advance the collective sequence
   call.seq = ++m.p2p_send_seq_[peer];
   call.algo = algorithm::direct;
-  detail::schedule s(m.size_);
+  detail::schedule& s = m.sched_;
+  s.reset(m.size_);
   s.send(peer, 1, in, count * dtype_size(t));
   m.run(s, call);
 }
@@ -735,7 +744,8 @@ void communicator::recv(void* out, std::size_t count, dtype t, int peer, call_op
   --m.seq_;
   call.seq = ++m.p2p_recv_seq_[peer];
   call.algo = algorithm::direct;
-  detail::schedule s(m.size_);
+  detail::schedule& s = m.sched_;
+  s.reset(m.size_);
   s.recv(peer, 1, out, count * dtype_size(t));
   m.run(s, call);
 }

@@ -21,41 +21,53 @@
 namespace keel::comm {
 namespace detail {
 
-int schedule::add(op o) {
+void schedule::reset(int peers) {
+  ops.clear();
+  gate_pool.clear();
+  for (int q : used_) queues[static_cast<std::size_t>(q)].clear();
+  used_.clear();
+  const std::size_t n = static_cast<std::size_t>(peers) * k_channels * 2;
+  if (queues.size() != n) {
+    queues.clear();
+    queues.resize(n);
+  }
+}
+
+int schedule::add(op o, gates_t gates) {
   const std::size_t q = (static_cast<std::size_t>(o.peer) * k_channels + o.channel) * 2 +
                         (o.kind == op::send ? 0 : 1);
-  if (queues.empty()) queues.resize(static_cast<std::size_t>(peers_) * k_channels * 2);
+  if (queues[q].empty()) used_.push_back(static_cast<int>(q));
   o.tag = static_cast<std::uint32_t>(queues[q].size());
+  o.gate_first = static_cast<std::uint32_t>(gate_pool.size());
+  o.gate_count = static_cast<std::uint32_t>(gates.n);
+  gate_pool.insert(gate_pool.end(), gates.p, gates.p + gates.n);
   queues[q].push_back(static_cast<int>(ops.size()));
-  ops.push_back(std::move(o));
+  ops.push_back(o);
   return static_cast<int>(ops.size()) - 1;
 }
 
-int schedule::send(int peer, int channel, const void* src, std::size_t bytes,
-                   std::vector<int> gates) {
+int schedule::send(int peer, int channel, const void* src, std::size_t bytes, gates_t gates) {
   op o;
   o.kind = op::send;
   o.peer = peer;
   o.channel = channel;
   o.src = static_cast<const std::byte*>(src);
   o.bytes = bytes;
-  o.gates = std::move(gates);
-  return add(std::move(o));
+  return add(o, gates);
 }
 
-int schedule::recv(int peer, int channel, void* dst, std::size_t bytes, std::vector<int> gates) {
+int schedule::recv(int peer, int channel, void* dst, std::size_t bytes, gates_t gates) {
   op o;
   o.kind = op::recv;
   o.peer = peer;
   o.channel = channel;
   o.dst = static_cast<std::byte*>(dst);
   o.bytes = bytes;
-  o.gates = std::move(gates);
-  return add(std::move(o));
+  return add(o, gates);
 }
 
 int schedule::recv_reduce(int peer, int channel, void* dst, const void* local, std::size_t bytes,
-                          std::vector<int> gates) {
+                          gates_t gates) {
   op o;
   o.kind = op::recv_reduce;
   o.peer = peer;
@@ -63,8 +75,7 @@ int schedule::recv_reduce(int peer, int channel, void* dst, const void* local, s
   o.src = static_cast<const std::byte*>(local);
   o.dst = static_cast<std::byte*>(dst);
   o.bytes = bytes;
-  o.gates = std::move(gates);
-  return add(std::move(o));
+  return add(o, gates);
 }
 
 }  // namespace detail
@@ -105,23 +116,18 @@ inline void cpu_relax() {
 void communicator::impl::run(detail::schedule& s, const call_info& call) {
   const std::size_t elem = dtype_size(call.type);
   const std::size_t chunk = opts_.chunk_bytes;
-  struct queue_state {
-    const std::vector<int>* ops;
-    std::size_t head = 0;
-    detail::pair* p = nullptr;
-    int peer = -1;
-    bool is_recv = false;
-  };
-  std::vector<queue_state> queues;
+  std::vector<queue_state>& queues = run_queues_;
+  queues.clear();
   for (std::size_t q = 0; q < s.queues.size(); ++q) {
     if (s.queues[q].empty()) continue;
     const int peer = static_cast<int>(q / 2 / detail::k_channels);
     const int channel = static_cast<int>(q / 2 % detail::k_channels);
-    queues.push_back({&s.queues[q], 0, pairs_[peer][channel].get(), peer, (q & 1) != 0});
+    detail::pair* p = pairs_[peer][channel].get();
+    queues.push_back({&s.queues[q], 0, p, peer, (q & 1) != 0, p->is_shm()});
   }
 
   auto gate_ok = [&](const op& o) {
-    for (int g : o.gates) {
+    for (int g : s.gates_of(o)) {
       if (!s.ops[g].complete()) return false;
     }
     return true;
@@ -129,7 +135,7 @@ void communicator::impl::run(detail::schedule& s, const call_info& call) {
   // Bytes `o` may process from its current position.
   auto allowed = [&](const op& o) -> std::size_t {
     std::size_t limit = std::numeric_limits<std::size_t>::max();
-    for (int g : o.gates) {
+    for (int g : s.gates_of(o)) {
       const op& gate = s.ops[g];
       if (gate.complete()) continue;
       if (gate.bytes == 0) return 0;
@@ -251,13 +257,13 @@ void communicator::impl::run(detail::schedule& s, const call_info& call) {
   } reset_waiting{shm_.get()};
   bool uses_shm = false;
   bool uses_tcp = false;
-  for (const auto& q : queues) (q.p->is_shm() ? uses_shm : uses_tcp) = true;
+  for (const auto& q : queues) (q.is_shm ? uses_shm : uses_tcp) = true;
 
   auto progress = [&](bool& finished) {
     bool moved = false;
     finished = true;
     for (auto& q : queues) {
-      if (!q.p->is_shm()) moved |= q.p->flush();
+      if (!q.is_shm) moved |= q.p->flush();
       while (q.head < q.ops->size()) {
         op& o = s.ops[(*q.ops)[q.head]];
         moved |= q.is_recv ? step_recv(o, *q.p) : step_send(o, *q.p);
@@ -271,10 +277,12 @@ void communicator::impl::run(detail::schedule& s, const call_info& call) {
 
   try {
     steady::time_point idle_since{};
-    steady::time_point last_health = steady::now();
+    steady::time_point last_health{};  // set when this call first goes idle
     bool idle = false;
     const auto spin = std::chrono::microseconds(spin_us_);
     const auto yield = std::chrono::microseconds(yield_us_);
+    unsigned polls = 0;     // idle polls since the clock was last read
+    bool spinning = false;  // idle, and still within the busy-poll period
     while (true) {
       bool finished = false;
       const bool moved = progress(finished);
@@ -283,12 +291,25 @@ void communicator::impl::run(detail::schedule& s, const call_info& call) {
         idle = false;
         continue;
       }
+      // Busy-polling reads the clock only every 64th time (a clock read costs as much as a
+      // poll or more): the wake-up latency is the poll's, not the clock's.
+      if (idle && spinning && (++polls & 63) != 0) {
+        cpu_relax();
+        continue;
+      }
+      // Every 1024th poll, let the scheduler run someone else: when the peer we wait for shares
+      // this CPU (unbound ranks on a busy machine), spinning through our time slice would
+      // only delay it.
+      if (idle && spinning && (polls & 1023) == 0) ::sched_yield();
       const auto now = steady::now();
       if (!idle) {
         idle = true;
         idle_since = now;
+        polls = 0;
+        if (last_health == steady::time_point{}) last_health = now;
       }
-      if (now - idle_since < spin) {
+      spinning = now - idle_since < spin;
+      if (spinning) {
         cpu_relax();
         continue;
       }

@@ -14,12 +14,25 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "keel/comm/types.hpp"
 
 namespace keel::comm::detail {
+
+// The ops an op waits for, as the builders pass them: {}, {a, b}, a std::vector<int>, or
+// gate(x) (none when x < 0). Only valid during the call that adds the op (copied there).
+struct gates_t {
+  const int* p = nullptr;
+  std::size_t n = 0;
+  gates_t() = default;
+  gates_t(const int* first, std::size_t count) : p(first), n(count) {}
+  gates_t(std::initializer_list<int> l) : p(l.begin()), n(l.size()) {}
+  gates_t(const std::vector<int>& v) : p(v.data()), n(v.size()) {}
+};
 
 struct op {
   enum kind_t : std::uint8_t { send, recv, recv_reduce } kind = send;
@@ -28,7 +41,8 @@ struct op {
   const std::byte* src = nullptr;  // send: data; recv_reduce: the local operand
   std::byte* dst = nullptr;        // recv, recv_reduce: where the result goes
   std::size_t bytes = 0;
-  std::vector<int> gates;
+  std::uint32_t gate_first = 0;    // its gates: schedule::gate_pool[gate_first, + gate_count)
+  std::uint32_t gate_count = 0;
   // progress
   std::size_t done = 0;
   std::size_t chunk_pos = 0;  // bytes of the current incoming chunk already consumed
@@ -42,22 +56,31 @@ struct op {
   const std::byte* wait_ptr() const noexcept { return kind == recv ? dst : src; }
 };
 
+// A schedule is reused from call to call (reset() keeps every buffer's capacity), so that a
+// small collective allocates nothing.
 class schedule {
  public:
-  schedule(int peers) : peers_(peers) {}
-  int send(int peer, int channel, const void* src, std::size_t bytes, std::vector<int> gates = {});
-  int recv(int peer, int channel, void* dst, std::size_t bytes, std::vector<int> gates = {});
+  explicit schedule(int peers) { reset(peers); }
+  // Empties the schedule for `peers` ranks.
+  void reset(int peers);
+  int send(int peer, int channel, const void* src, std::size_t bytes, gates_t gates = {});
+  int recv(int peer, int channel, void* dst, std::size_t bytes, gates_t gates = {});
   // dst = local op incoming (dst may equal local).
   int recv_reduce(int peer, int channel, void* dst, const void* local, std::size_t bytes,
-                  std::vector<int> gates = {});
+                  gates_t gates = {});
+
+  std::span<const int> gates_of(const op& o) const noexcept {
+    return {gate_pool.data() + o.gate_first, o.gate_count};
+  }
 
   std::vector<op> ops;
+  std::vector<int> gate_pool;
   // Queues of op indices: index = (peer * k_channels + channel) * 2 + (recv ? 1 : 0).
   std::vector<std::vector<int>> queues;
 
  private:
-  int add(op o);
-  int peers_;
+  int add(op o, gates_t gates);
+  std::vector<int> used_;  // queues with ops, to empty on reset
 };
 
 }  // namespace keel::comm::detail

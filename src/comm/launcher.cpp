@@ -1,6 +1,7 @@
 #include "keel/comm/launcher.hpp"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -32,7 +33,7 @@ std::uint16_t free_port() {
 }  // namespace
 
 local_job::local_job(int ranks, std::vector<std::string> argv,
-                     std::map<std::string, std::string> env, std::string log_dir) {
+                     std::map<std::string, std::string> env, std::string log_dir, bool bind) {
   if (ranks < 1 || ranks > 1024) {
     throw keel::invalid_argument(fmt::format("rank count {} outside [1, 1024]", ranks));
   }
@@ -61,6 +62,17 @@ local_job::local_job(int ranks, std::vector<std::string> argv,
   base["MASTER_PORT"] = std::to_string(port);
   base["KEEL_COMM_JOB"] = id_;
   if (!log_dir.empty()) std::filesystem::create_directories(log_dir);
+  std::vector<int> allowed;
+  if (bind) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (::sched_getaffinity(0, sizeof set, &set) == 0) {
+      for (int c = 0; c < CPU_SETSIZE; ++c) {
+        if (CPU_ISSET(c, &set)) allowed.push_back(c);
+      }
+    }
+    if (static_cast<std::size_t>(ranks) > allowed.size()) allowed.clear();
+  }
   for (int r = 0; r < ranks; ++r) {
     base["RANK"] = std::to_string(r);
     base["LOCAL_RANK"] = std::to_string(r);
@@ -91,6 +103,14 @@ local_job::local_job(int ranks, std::vector<std::string> argv,
     }
     pids_.push_back(pid);
     done_.push_back(false);
+    cpus_.push_back(-1);
+    if (!allowed.empty()) {
+      // Pinned right after the spawn, before the rank gets to its communicator.
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      CPU_SET(allowed[static_cast<std::size_t>(r)], &one);
+      if (::sched_setaffinity(pid, sizeof one, &one) == 0) cpus_.back() = allowed[static_cast<std::size_t>(r)];
+    }
   }
 }
 

@@ -1,6 +1,6 @@
 // `keel comm`: collective communication — launch ranks, verify and benchmark collectives,
 // inject faults.
-//   keel comm launch -n N [--grace S] [--timeout S] -- CMD ARGS   N local ranks, torchrun's env
+//   keel comm launch -n N [--grace S] [--timeout S] [--bind core|none] -- CMD ARGS
 //   keel comm verify [-N LIST] [--full] ...           collectives vs a serial reference
 //   keel comm bench  [nccl-tests flags] [-N N] ...    nccl-tests' table (or --json)
 //   keel comm faults [-N N] [--trials T] ...          kill -9 a rank mid-allreduce, time it
@@ -45,10 +45,11 @@ bool launched() { return std::getenv("RANK") != nullptr || std::getenv("OMPI_COM
                          std::getenv("PMI_RANK") || std::getenv("SLURM_PROCID"); }
 
 // Re-runs this very command line as `ranks` local ranks and returns the job's exit code.
-int relaunch(int ranks, const std::vector<std::string>& args, double grace_s = 10) {
+int relaunch(int ranks, const std::vector<std::string>& args, bool bind = true,
+             double grace_s = 10) {
   std::vector<std::string> argv{self_exe()};
   argv.insert(argv.end(), args.begin(), args.end());
-  local_job job(ranks, argv);
+  local_job job(ranks, argv, {}, {}, bind);
   return job_exit_code(job.wait(std::chrono::milliseconds(static_cast<long>(grace_s * 1000))));
 }
 
@@ -94,6 +95,18 @@ options rank_options(const std::string& transport_name, double timeout_s) {
   return o;
 }
 
+// `--bind core|none`: pin rank r to the r-th CPU when there are enough (Open MPI's default).
+void add_bind_option(CLI::App* cmd, std::string& bind) {
+  cmd->add_option("--bind", bind,
+                  "core: pin rank r to the r-th CPU when ranks <= CPUs (default); none");
+}
+
+bool parse_bind(const std::string& text) {
+  if (text == "core") return true;
+  if (text == "none") return false;
+  throw keel::invalid_argument(fmt::format("--bind '{}': expected core or none", text));
+}
+
 // ------------------------------------------------------------------ launch
 
 void add_launch(CLI::App* group) {
@@ -105,11 +118,13 @@ void add_launch(CLI::App* group) {
   cmd->add_option("--grace", grace, "Seconds the other ranks get after one fails, then SIGKILL")
       ->check(CLI::Range(0.0, 3600.0));
   static double limit = 0;
+  static std::string bind = "core";
+  add_bind_option(cmd, bind);
   cmd->add_option("--timeout", limit, "Kill every rank still running after this many seconds (0: no limit)")
       ->check(CLI::Range(0.0, 1e7));
   cmd->add_option("command", command, "The command and its arguments (after --)")->required();
   cmd->callback([] {
-    local_job job(ranks, command);
+    local_job job(ranks, command, {}, {}, parse_bind(bind));
     const auto exits = job.wait(std::chrono::milliseconds(static_cast<long>(grace * 1000)), true,
                                 std::chrono::milliseconds(static_cast<long>(limit * 1000)));
     if (job.timed_out()) {
@@ -230,6 +245,8 @@ void add_bench(CLI::App* group) {
   cmd->add_option("--timeout", timeout, "Seconds per collective")->check(CLI::Range(0.001, 1e6));
   cmd->add_option("-r,--root", root, "Root rank of reduce/broadcast")->check(CLI::Range(0, 1023));
   cmd->add_option("-N,--ranks", ranks, "Launch this many local ranks (0: use the environment)")->check(CLI::Range(0, 256));
+  static std::string bind = "core";
+  add_bind_option(cmd, bind);
   add_json_flag(cmd, json);
   cmd->callback([] {
     const std::size_t min_bytes = parse_size(min_text), max_bytes = parse_size(max_text);
@@ -240,6 +257,7 @@ void add_bench(CLI::App* group) {
     const algorithm algo = parse_algorithm(algo_name);
     if (coll == collective::barrier) throw keel::invalid_argument("--op barrier: nothing to measure in bytes");
     if (!transport_name.empty()) parse_transport(transport_name);
+    parse_bind(bind);
     if (ranks > 0 && !launched()) {
       std::vector<std::string> args = original_args();
       // Drop -N/--ranks and its value so the children run as ranks.
@@ -253,7 +271,7 @@ void add_bench(CLI::App* group) {
           break;
         }
       }
-      if (const int code = relaunch(ranks, args); code != 0) std::exit(code);
+      if (const int code = relaunch(ranks, args, parse_bind(bind)); code != 0) std::exit(code);
       return;
     }
     auto c = communicator::from_env(rank_options(transport_name, timeout));

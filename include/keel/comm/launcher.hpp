@@ -29,14 +29,19 @@ class local_job {
   // argv[0] is looked up in PATH when it contains no '/'. Throws keel::invalid_argument
   // for ranks < 1 or an empty command, keel::io_error when it cannot be started.
   // log_dir non-empty: rank r's stdout and stderr go to log_dir/rank-r.log.
+  // bind: when there are no more ranks than CPUs this process may run on, pin rank r to the
+  // r-th of them (Open MPI's default binding): two busy-polling ranks then never share a
+  // CPU. With more ranks than CPUs nothing is pinned.
   local_job(int ranks, std::vector<std::string> argv, std::map<std::string, std::string> env = {},
-            std::string log_dir = {});
+            std::string log_dir = {}, bool bind = false);
   ~local_job();  // kills ranks still running
   local_job(const local_job&) = delete;
   local_job& operator=(const local_job&) = delete;
 
   const std::string& id() const noexcept { return id_; }
   const std::vector<pid_t>& pids() const noexcept { return pids_; }
+  // The CPU rank r was pinned to, or -1.
+  const std::vector<int>& cpus() const noexcept { return cpus_; }
   // Waits for all ranks; returns their exits in rank order. cleanup: remove the job's
   // leftover segments afterwards (tests that count leftovers pass false first). limit > 0:
   // ranks still running that long after the start are killed (SIGKILL, code 137) and
@@ -50,6 +55,7 @@ class local_job {
  private:
   std::string id_;
   std::vector<pid_t> pids_;
+  std::vector<int> cpus_;
   std::vector<bool> done_;
   std::chrono::steady_clock::time_point start_;
   bool timed_out_ = false;

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <cstddef>
 #include <cstring>
 #include <fstream>
 #include <new>
@@ -27,11 +28,12 @@ constexpr std::size_t k_control_bytes = 4096;
 
 std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
 
+// The consumer's counter, on a cache line of its own; the producer's progress is in the
+// slots' stamps.
 struct ring_counters {
-  alignas(64) std::atomic<std::uint64_t> head{0};
   alignas(64) std::atomic<std::uint64_t> tail{0};
 };
-static_assert(sizeof(ring_counters) == 128);
+static_assert(sizeof(ring_counters) == 64);
 
 long futex(std::atomic<std::uint32_t>* word, int op, std::uint32_t value, const timespec* ts) {
   return ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(word), op, value, ts, nullptr, 0);
@@ -50,6 +52,16 @@ bool process_gone(int pid) {
   return state == 'Z' || state == 'X';
 }
 
+// A slot is a chunk_header and its payload; the header's last 8 bytes (`reserved`) are the
+// slot's stamp: the sequence number (1, 2, ...) of the chunk written into it, stored last.
+constexpr std::size_t k_stamp_offset = offsetof(chunk_header, reserved);
+static_assert(k_stamp_offset == sizeof(chunk_header) - sizeof(std::uint64_t));
+static_assert(k_stamp_offset % alignof(std::uint64_t) == 0);
+
+std::atomic_ref<std::uint64_t> stamp(std::byte* slot) {
+  return std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t*>(slot + k_stamp_offset));
+}
+
 class shm_pair final : public pair {
  public:
   shm_pair(std::byte* tx, shm_control* tx_owner, std::byte* rx, shm_control* rx_producer,
@@ -62,7 +74,8 @@ class shm_pair final : public pair {
         rx_producer_(rx_producer),
         slots_(static_cast<std::uint64_t>(slots)),
         slot_bytes_(slot_bytes) {
-    tx_head_ = tx_->head.load(std::memory_order_relaxed);
+    tx_tail_cache_ = tx_->tail.load(std::memory_order_relaxed);
+    tx_head_ = tx_tail_cache_;
     rx_tail_ = rx_->tail.load(std::memory_order_relaxed);
   }
 
@@ -72,20 +85,21 @@ class shm_pair final : public pair {
       if (tx_head_ - tx_tail_cache_ >= slots_) return false;
     }
     std::byte* slot = tx_slots_ + (tx_head_ % slots_) * slot_bytes_;
-    std::memcpy(slot, &h, sizeof h);
+    // Everything but the stamp, then the payload, then the stamp (release): the receiver
+    // polls the slot itself, so a small message costs it the header's and the payload's
+    // cache lines and nothing else.
+    std::memcpy(slot, &h, k_stamp_offset);
     if (h.nbytes) std::memcpy(slot + sizeof h, payload, h.nbytes);
     ++tx_head_;
-    tx_->head.store(tx_head_, std::memory_order_release);
+    stamp(slot).store(tx_head_, std::memory_order_release);
     shm_domain::ring(tx_owner_);
     return true;
   }
 
   const chunk_header* peek(const std::byte** payload) override {
-    if (rx_tail_ == rx_head_cache_) {
-      rx_head_cache_ = rx_->head.load(std::memory_order_acquire);
-      if (rx_tail_ == rx_head_cache_) return nullptr;
-    }
-    const std::byte* slot = rx_slots_ + (rx_tail_ % slots_) * slot_bytes_;
+    std::byte* slot = rx_slots_ + (rx_tail_ % slots_) * slot_bytes_;
+    // The slot's n-th use carries stamp n; an older stamp means it is not written yet.
+    if (stamp(slot).load(std::memory_order_acquire) != rx_tail_ + 1) return nullptr;
     *payload = slot + sizeof(chunk_header);
     return reinterpret_cast<const chunk_header*>(slot);
   }
@@ -110,7 +124,6 @@ class shm_pair final : public pair {
   std::uint64_t tx_head_ = 0;
   std::uint64_t tx_tail_cache_ = 0;
   std::uint64_t rx_tail_ = 0;
-  std::uint64_t rx_head_cache_ = 0;
 };
 
 }  // namespace
