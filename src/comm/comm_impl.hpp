@@ -72,6 +72,7 @@ class communicator::impl {
   std::unordered_map<std::uint64_t, algorithm> decided_;
   int spin_us_ = 100000;  // busy-poll this long when idle (0 when oversubscribed)
   int yield_us_ = 0;    // then sched_yield() this long, then sleep on futex / epoll
+  bool spin_yields_ = true;  // sched_yield() now and then while spinning (not pinned)
 
  private:
   void connect_all(store& s, const std::string& prefix);

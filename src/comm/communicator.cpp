@@ -3,6 +3,7 @@
 #include "keel/comm/communicator.hpp"
 
 #include <sys/epoll.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -126,15 +127,20 @@ communicator::impl::impl(store& s, int rank, int size, options o)
           : opts_.name;
   if (size > 1) {
     connect_all(s, prefix);
-    // Oversubscribed (more ranks here than CPUs): yield the core instead of spinning.
+    // Idle policy: with a core per local rank, busy-poll (like MPI) for 100 ms before sleeping;
+    // oversubscribed (more ranks here than CPUs), spinning steals the core a peer needs, so
+    // yield for 2 ms instead, then sleep. A rank pinned to one CPU never yields while it
+    // spins (no peer can be waiting for that CPU); an unpinned one yields now and then once
+    // it has waited over a millisecond, in case its peer was scheduled on the same CPU.
     const long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
     int local = 0;
     for (int p = 0; p < size; ++p) local += transport_of_[p] == transport::shm || p == rank;
-    // Idle policy: with a core per local rank, busy-poll (like MPI) for 100 ms before sleeping;
-    // oversubscribed, spinning steals the core a peer needs, so yield instead.
     const bool oversubscribed = local > cpus;
     spin_us_ = oversubscribed ? 0 : 100000;
     yield_us_ = oversubscribed ? 2000 : 0;
+    cpu_set_t mine;
+    CPU_ZERO(&mine);
+    spin_yields_ = !(::sched_getaffinity(0, sizeof mine, &mine) == 0 && CPU_COUNT(&mine) == 1);
     if (auto v = env("KEEL_COMM_SPIN_US")) spin_us_ = std::max(0, std::atoi(v->c_str()));
     if (auto y = env("KEEL_COMM_YIELD_US")) yield_us_ = std::max(0, std::atoi(y->c_str()));
     if (opts_.tune) tune(s, prefix);
@@ -531,7 +537,8 @@ call_info communicator::impl::begin(collective c, dtype t, reduce_op op, std::si
   call.count = count;
   call.seq = ++seq_;
   call.timeout = o.timeout.count() > 0 ? o.timeout : opts_.timeout;
-  call.deadline = steady::now() + call.timeout;
+  // call.deadline stays unset: the engine starts the clock when the call first has to wait
+  // (a clock read costs as much as a small message), so the timeout counts from then.
   return call;
 }
 

@@ -278,6 +278,8 @@ void communicator::impl::run(detail::schedule& s, const call_info& call) {
   try {
     steady::time_point idle_since{};
     steady::time_point last_health{};  // set when this call first goes idle
+    // The call's deadline: given, or `timeout` after it first had to wait.
+    steady::time_point deadline = call.deadline;
     bool idle = false;
     const auto spin = std::chrono::microseconds(spin_us_);
     const auto yield = std::chrono::microseconds(yield_us_);
@@ -297,29 +299,30 @@ void communicator::impl::run(detail::schedule& s, const call_info& call) {
         cpu_relax();
         continue;
       }
-      // Every 1024th poll, let the scheduler run someone else: when the peer we wait for shares
-      // this CPU (unbound ranks on a busy machine), spinning through our time slice would
-      // only delay it.
-      if (idle && spinning && (polls & 1023) == 0) ::sched_yield();
       const auto now = steady::now();
       if (!idle) {
         idle = true;
         idle_since = now;
         polls = 0;
         if (last_health == steady::time_point{}) last_health = now;
+        if (deadline == steady::time_point{}) deadline = now + call.timeout;
       }
       spinning = now - idle_since < spin;
       if (spinning) {
+        // Idle for over a millisecond: the peer is likely not running at all. If it shares
+        // this CPU (unbound ranks on a busy machine), spinning through our time slice would
+        // only delay it, so let the scheduler run someone else now and then.
+        if (spin_yields_ && now - idle_since > std::chrono::milliseconds(1)) ::sched_yield();
         cpu_relax();
         continue;
       }
       // Then stay runnable but let others run (a peer about to answer, another job) before
       // paying a futex sleep and wake-up: small-message latency under load depends on it.
-      if (now - idle_since < yield && now < call.deadline) {
+      if (now - idle_since < yield && now < deadline) {
         ::sched_yield();
         continue;
       }
-      if (now >= call.deadline) {
+      if (now >= deadline) {
         const queue_state* blame = nullptr;
         for (const auto& q : queues) {
           if (q.head < q.ops->size() && (blame == nullptr || (q.is_recv && !blame->is_recv))) {
@@ -368,7 +371,7 @@ void communicator::impl::run(detail::schedule& s, const call_info& call) {
       }
       const int left_ms = std::max<int>(
           1, static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                  call.deadline - now).count()) + 1);
+                                  deadline - now).count()) + 1);
       if (shm_) {  // tell local peers whom we wait for
         int waiting_for = -1;
         for (const auto& q : queues) {

@@ -1,14 +1,17 @@
 #include "keel/comm/launcher.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -134,6 +137,16 @@ std::vector<rank_exit> local_job::wait(std::chrono::milliseconds grace, bool cle
   std::chrono::steady_clock::time_point kill_at = std::chrono::steady_clock::time_point::max();
   if (limit.count() > 0) kill_at = std::min(kill_at, start_ + limit);
   bool killed = false, failed = false;
+  // Sleep in poll() on the ranks' pidfds rather than waking up every few milliseconds: a
+  // launcher that keeps waking up steals the CPUs of busy-polling ranks.
+  std::vector<int> pidfd(pids_.size(), -1);
+  bool use_pidfds = true;
+  for (std::size_t i = 0; i < pids_.size() && use_pidfds; ++i) {
+    if (done_[i]) continue;
+    pidfd[i] = static_cast<int>(::syscall(SYS_pidfd_open, pids_[i], 0));
+    use_pidfds = pidfd[i] >= 0;  // kernels before 5.3: poll every 2 ms instead
+  }
+  std::vector<pollfd> fds;
   while (left > 0) {
     bool reaped = false;
     for (std::size_t i = 0; i < pids_.size(); ++i) {
@@ -161,7 +174,24 @@ std::vector<rank_exit> local_job::wait(std::chrono::milliseconds grace, bool cle
       }
       killed = true;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    if (!use_pidfds) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      continue;
+    }
+    fds.clear();  // the ranks still running (an exited one's pidfd stays readable)
+    for (std::size_t i = 0; i < pids_.size(); ++i) {
+      if (!done_[i]) fds.push_back({pidfd[i], POLLIN, 0});
+    }
+    long wait_ms = 1000;
+    if (!killed && kill_at != std::chrono::steady_clock::time_point::max()) {
+      const auto until = std::chrono::duration_cast<std::chrono::milliseconds>(
+          kill_at - std::chrono::steady_clock::now());
+      wait_ms = std::clamp<long>(until.count() + 1, 1, 1000);
+    }
+    ::poll(fds.data(), fds.size(), static_cast<int>(wait_ms));
+  }
+  for (int fd : pidfd) {
+    if (fd >= 0) ::close(fd);
   }
   // Segments are unlinked by the ranks once mapped; a rank killed during setup leaves its own.
   if (cleanup) {

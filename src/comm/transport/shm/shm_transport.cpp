@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <linux/membarrier.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -14,6 +15,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstddef>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <new>
@@ -23,7 +25,9 @@
 namespace keel::comm::detail {
 namespace {
 
-constexpr std::size_t k_line = 64;
+// Slots start on 128-byte boundaries: a chunk's header line and its first payload line form
+// one aligned pair, which the CPU's adjacent-line prefetch fetches together.
+constexpr std::size_t k_slot_align = 128;
 constexpr std::size_t k_control_bytes = 4096;
 
 std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
@@ -31,12 +35,23 @@ std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to *
 // The consumer's counter, on a cache line of its own; the producer's progress is in the
 // slots' stamps.
 struct ring_counters {
-  alignas(64) std::atomic<std::uint64_t> tail{0};
+  alignas(128) std::atomic<std::uint64_t> tail{0};
 };
-static_assert(sizeof(ring_counters) == 64);
+static_assert(sizeof(ring_counters) == 128);
 
 long futex(std::atomic<std::uint32_t>* word, int op, std::uint32_t value, const timespec* ts) {
   return ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(word), op, value, ts, nullptr, 0);
+}
+
+// membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) usable by this process (registered once).
+bool asymmetric_fences_init() {
+  if (std::getenv("KEEL_COMM_NO_MEMBARRIER") != nullptr) return false;
+  const long cmds = ::syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+  if (cmds < 0 || !(cmds & MEMBARRIER_CMD_GLOBAL_EXPEDITED) ||
+      !(cmds & MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED)) {
+    return false;
+  }
+  return ::syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) == 0;
 }
 
 bool process_gone(int pid) {
@@ -60,6 +75,11 @@ static_assert(k_stamp_offset % alignof(std::uint64_t) == 0);
 
 std::atomic_ref<std::uint64_t> stamp(std::byte* slot) {
   return std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t*>(slot + k_stamp_offset));
+}
+
+bool asymmetric_fences() noexcept {
+  static const bool on = asymmetric_fences_init();
+  return on;
 }
 
 class shm_pair final : public pair {
@@ -136,7 +156,7 @@ shm_domain::shm_domain(std::string name_prefix, int rank, std::vector<int> local
       chunk_bytes_(chunk_bytes),
       slots_(slots) {
   my_local_ = local_index(rank);
-  slot_bytes_ = round_up(sizeof(chunk_header) + chunk_bytes_, k_line);
+  slot_bytes_ = round_up(sizeof(chunk_header) + chunk_bytes_, k_slot_align);
   ring_bytes_ = sizeof(ring_counters) + static_cast<std::size_t>(slots_) * slot_bytes_;
   const std::size_t n = local_ranks_.size();
   segment_bytes_ = k_control_bytes + n * k_channels * ring_bytes_;
@@ -165,6 +185,7 @@ shm_domain::shm_domain(std::string name_prefix, int rank, std::vector<int> local
   base_[my_local_] = static_cast<std::byte*>(p);
   ctl_[my_local_] = new (p) shm_control();
   ctl_[my_local_]->pid = ::getpid();
+  ctl_[my_local_]->asymmetric = asymmetric_fences() ? 1 : 0;
   // Counters start at zero (fresh pages); placement-new them for the atomics' sake.
   for (std::size_t j = 0; j < n; ++j) {
     for (int c = 0; c < k_channels; ++c) {
@@ -234,7 +255,14 @@ std::unique_ptr<pair> shm_domain::make_pair(int peer, int channel) {
 }
 
 void shm_domain::ring(shm_control* c) noexcept {
-  std::atomic_thread_fence(std::memory_order_seq_cst);
+  // The chunk (or the freed slot) must be visible before `sleeping` is read. When both this
+  // process and the doorbell's owner use membarrier(), the owner's membarrier() before it
+  // sleeps orders our accesses for us; otherwise a full fence does.
+  if (asymmetric_fences() && c->asymmetric) {
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+  } else {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+  }
   if (c->sleeping.load(std::memory_order_relaxed)) {
     c->bell.fetch_add(1, std::memory_order_acq_rel);
     futex(&c->bell, FUTEX_WAKE, INT_MAX, nullptr);
@@ -244,6 +272,11 @@ void shm_domain::ring(shm_control* c) noexcept {
 void shm_domain::announce_sleep() noexcept {
   own()->sleeping.store(1, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_seq_cst);
+  // Every registered thread that may ring us (running now or not) passes a full barrier:
+  // afterwards either its chunk is visible to our last check, or it sees `sleeping`.
+  if (own()->asymmetric) {
+    ::syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0);
+  }
 }
 
 void shm_domain::end_sleep() noexcept { own()->sleeping.store(0, std::memory_order_relaxed); }

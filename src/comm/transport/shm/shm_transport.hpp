@@ -3,13 +3,17 @@
 // Every rank owns one segment, /dev/shm/keel-<job>-<nonce>-<rank>: a control block (a futex
 // doorbell, a sleeping flag, the owner's pid and abort state) followed by one inbound ring
 // per (local peer, channel). A ring is single-producer single-consumer: `slots` slots of
-// 64-byte header + chunk_bytes payload, a head counter written by the producer and a tail
-// counter written by the consumer, each on its own cache line. The producer copies a chunk
-// into the slot, publishes head (release) and rings the consumer's doorbell; the consumer
-// reduces or copies straight out of the slot, publishes tail and rings the producer's
-// doorbell. A doorbell is a futex word bumped, and woken, only when its owner announced
-// that it is about to sleep (Dekker handshake with seq_cst fences), so a busy rank pays no
-// syscalls. All segments are unlinked once every local rank has mapped them.
+// 64-byte header + chunk_bytes payload, and a tail counter written by the consumer on a
+// cache line of its own. The producer copies a chunk into the slot, then stores the slot's
+// stamp (the chunk's sequence number, in the header's last 8 bytes; release) and rings the
+// consumer's doorbell; the consumer polls the stamp of the next slot, reduces or copies
+// straight out of the slot, publishes tail and rings the producer's doorbell. A doorbell is a
+// futex word bumped, and woken, only when its owner announced that it is about to sleep: a
+// Dekker handshake. Where the kernel has membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED), the
+// handshake is asymmetric: the rare side (a rank about to sleep) pays a membarrier() and the
+// common side (ringing after every chunk) only a compiler barrier; elsewhere both use seq_cst
+// fences. A busy rank pays no syscalls. All segments are unlinked once every local rank has
+// mapped them.
 #pragma once
 
 #include <atomic>
@@ -26,6 +30,7 @@ namespace keel::comm::detail {
 struct shm_control {
   alignas(64) std::atomic<std::uint32_t> bell{0};
   alignas(64) std::atomic<std::uint32_t> sleeping{0};
+  std::uint32_t asymmetric = 0;  // 1: the owner announces sleep with membarrier()
   alignas(64) std::atomic<std::uint32_t> state{0};  // 0 live, 1 aborted, 2 closed
   // What the owner is blocked on (for naming the root of a stall): call id and peer.
   std::atomic<std::uint64_t> wait_call{0};
