@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include "bounded_process.hpp"
@@ -43,6 +45,30 @@ TEST(CommProcess, LaunchTimeoutKillsAHungJob) {
   EXPECT_EQ(r.exit_code, 124) << r.err;
   EXPECT_NE(r.err.find("job still running after 0.5 s, killed"), std::string::npos) << r.err;
   EXPECT_LT(r.seconds, 10.0);
+}
+
+TEST(CommProcess, LaunchPinsRanksToOneCpuUnlessToldNot) {
+  auto allowed = [](const std::string& out) {
+    const auto pos = out.find("Cpus_allowed_list:");
+    return pos == std::string::npos ? std::string("?")
+                                    : out.substr(pos + 18, out.find('\n', pos) - pos - 18);
+  };
+  const std::vector<std::string> show{"--", "/bin/sh", "-c", "grep Cpus_allowed_list /proc/self/status"};
+  std::vector<std::string> args{"comm", "launch", "-n", "1"};
+  args.insert(args.end(), show.begin(), show.end());
+  auto r = run_keel(args, 30);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string pinned = allowed(r.out);
+  EXPECT_EQ(pinned.find_first_of(",-"), std::string::npos) << "one CPU expected: " << r.out;
+  args = {"comm", "launch", "-n", "1", "--bind", "none"};
+  args.insert(args.end(), show.begin(), show.end());
+  r = run_keel(args, 30);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream self("/proc/self/status");
+  const std::string mine((std::istreambuf_iterator<char>(self)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(allowed(r.out), allowed(mine)) << r.out;
+  r = run_keel({"comm", "launch", "-n", "1", "--bind", "socket", "--", "true"}, 30);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
 }
 
 TEST(CommProcess, VerifySliceOverSharedMemory) {
