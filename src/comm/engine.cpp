@@ -295,15 +295,19 @@ void communicator::impl::run(detail::schedule& s, const call_info& call) {
       }
       // Busy-polling reads the clock only every 64th time (a clock read costs as much as a
       // poll or more): the wake-up latency is the poll's, not the clock's.
-      if (idle && spinning && (++polls & 63) != 0) {
+      if (!idle) {  // a new idle period: the clock is first read 64 polls into it
+        idle = true;
+        idle_since = steady::time_point{};
+        polls = 0;
+        spinning = spin.count() > 0;
+      }
+      if (spinning && (++polls & 63) != 0) {
         cpu_relax();
         continue;
       }
       const auto now = steady::now();
-      if (!idle) {
-        idle = true;
+      if (idle_since == steady::time_point{}) {
         idle_since = now;
-        polls = 0;
         if (last_health == steady::time_point{}) last_health = now;
         if (deadline == steady::time_point{}) deadline = now + call.timeout;
       }
