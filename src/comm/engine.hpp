@@ -23,14 +23,14 @@
 
 namespace keel::comm::detail {
 
-// The ops an op waits for, as the builders pass them: {}, {a, b}, a std::vector<int>, or
-// gate(x) (none when x < 0). Only valid during the call that adds the op (copied there).
+// The ops an op waits for, as the builders pass them: nothing, {a, b} (the overloads below),
+// a std::vector<int>, or gate(x) (none when x < 0). Only valid during the call that adds the
+// op (copied there).
 struct gates_t {
   const int* p = nullptr;
   std::size_t n = 0;
   gates_t() = default;
   gates_t(const int* first, std::size_t count) : p(first), n(count) {}
-  gates_t(std::initializer_list<int> l) : p(l.begin()), n(l.size()) {}
   gates_t(const std::vector<int>& v) : p(v.data()), n(v.size()) {}
 };
 
@@ -68,6 +68,17 @@ class schedule {
   // dst = local op incoming (dst may equal local).
   int recv_reduce(int peer, int channel, void* dst, const void* local, std::size_t bytes,
                   gates_t gates = {});
+  int send(int peer, int channel, const void* src, std::size_t bytes,
+           std::initializer_list<int> gates) {
+    return send(peer, channel, src, bytes, gates_t(gates.begin(), gates.size()));
+  }
+  int recv(int peer, int channel, void* dst, std::size_t bytes, std::initializer_list<int> gates) {
+    return recv(peer, channel, dst, bytes, gates_t(gates.begin(), gates.size()));
+  }
+  int recv_reduce(int peer, int channel, void* dst, const void* local, std::size_t bytes,
+                  std::initializer_list<int> gates) {
+    return recv_reduce(peer, channel, dst, local, bytes, gates_t(gates.begin(), gates.size()));
+  }
 
   std::span<const int> gates_of(const op& o) const noexcept {
     return {gate_pool.data() + o.gate_first, o.gate_count};
