@@ -2,6 +2,7 @@
 // and TCP), bench's nccl-tests table and JSON, the kill -9 fault trials, and bad input.
 // Every run has a deadline; past it the CLI and all its ranks are killed and the test fails.
 #include <gtest/gtest.h>
+#include <unistd.h>
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
@@ -45,6 +46,27 @@ TEST(CommProcess, LaunchTimeoutKillsAHungJob) {
   EXPECT_EQ(r.exit_code, 124) << r.err;
   EXPECT_NE(r.err.find("job still running after 0.5 s, killed"), std::string::npos) << r.err;
   EXPECT_LT(r.seconds, 10.0);
+}
+
+TEST(CommProcess, SigtermToTheLauncherKillsItsRanks) {
+  // A launcher (in the background of a shell) starts 2 ranks that would sleep for 30 s and
+  // record their pids; SIGTERM to the launcher alone must take the ranks down with it.
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("keel-comm-sigterm-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string d = dir.string();
+  const std::string script =
+      std::string(KEEL_CLI_PATH) + " comm launch -n 2 -- /bin/sh -c 'echo $$ > " + d +
+      "/$RANK.pid; exec sleep 30' & L=$!; sleep 1; kill -TERM $L; wait $L; echo launcher=$?; "
+      "sleep 0.3; for f in " + d + "/*.pid; do p=$(cat $f); "
+      "if grep -q 'State:.*[RSD]' /proc/$p/status 2>/dev/null; then echo running $p; fi; done";
+  const auto r = run_keel({"comm", "launch", "-n", "1", "--bind", "none", "--", "/bin/sh", "-c",
+                           script}, 30);
+  std::filesystem::remove_all(dir);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("launcher=143"), std::string::npos) << r.out << r.err;
+  EXPECT_EQ(r.out.find("running"), std::string::npos) << r.out;
 }
 
 TEST(CommProcess, LaunchPinsRanksToOneCpuUnlessToldNot) {

@@ -12,6 +12,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <csignal>
+#include <iterator>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -44,12 +46,39 @@ std::string self_exe() {
 bool launched() { return std::getenv("RANK") != nullptr || std::getenv("OMPI_COMM_WORLD_RANK") ||
                          std::getenv("PMI_RANK") || std::getenv("SLURM_PROCID"); }
 
+// While a job runs, SIGINT, SIGTERM and SIGHUP to the launcher kill its ranks too (then the
+// launcher dies of the signal as usual): an interrupted or timed-out launcher leaves no
+// ranks behind.
+volatile std::sig_atomic_t g_job_ranks = 0;
+pid_t g_job_pids[1024];
+
+extern "C" void kill_job_and_die(int sig) {
+  for (std::sig_atomic_t i = 0; i < g_job_ranks; ++i) ::kill(g_job_pids[i], SIGKILL);
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+
+struct job_signal_guard {
+  explicit job_signal_guard(const local_job& job) {
+    const auto& pids = job.pids();
+    const std::size_t n = std::min<std::size_t>(pids.size(), std::size(g_job_pids));
+    for (std::size_t i = 0; i < n; ++i) g_job_pids[i] = pids[i];
+    g_job_ranks = static_cast<std::sig_atomic_t>(n);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::signal(sig, kill_job_and_die);
+  }
+  ~job_signal_guard() {
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::signal(sig, SIG_DFL);
+    g_job_ranks = 0;
+  }
+};
+
 // Re-runs this very command line as `ranks` local ranks and returns the job's exit code.
 int relaunch(int ranks, const std::vector<std::string>& args, bool bind = true,
              double grace_s = 10) {
   std::vector<std::string> argv{self_exe()};
   argv.insert(argv.end(), args.begin(), args.end());
   local_job job(ranks, argv, {}, {}, bind);
+  job_signal_guard guard(job);
   return job_exit_code(job.wait(std::chrono::milliseconds(static_cast<long>(grace_s * 1000))));
 }
 
@@ -125,6 +154,7 @@ void add_launch(CLI::App* group) {
   cmd->add_option("command", command, "The command and its arguments (after --)")->required();
   cmd->callback([] {
     local_job job(ranks, command, {}, {}, parse_bind(bind));
+    job_signal_guard guard(job);
     const auto exits = job.wait(std::chrono::milliseconds(static_cast<long>(grace * 1000)), true,
                                 std::chrono::milliseconds(static_cast<long>(limit * 1000)));
     if (job.timed_out()) {
@@ -456,6 +486,7 @@ void add_faults(CLI::App* group) {
       std::filesystem::remove_all(logs);
       local_job job(ranks, {self_exe(), "comm", "fault-worker", "--timeout", fmt::format("{}", timeout)},
                     {{"KEEL_COMM_TRANSPORT", transport_name}}, logs.string());
+      job_signal_guard guard(job);
       // Wait until every rank runs its loop, then kill one at a random moment.
       const auto ready_deadline = steady::now() + std::chrono::seconds(60);
       auto log_of = [&](int r) {
