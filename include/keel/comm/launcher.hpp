@@ -1,0 +1,68 @@
+// local_job — `keel comm launch`: start N ranks of a command on this machine, torchrun-style.
+//
+// Each rank gets RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR=127.0.0.1, a
+// free MASTER_PORT and KEEL_COMM_JOB (the job id that prefixes its shared-memory segments),
+// on top of the parent's environment. wait() returns when every rank exited; when one fails
+// (non-zero exit or signal) the others get `grace` to notice and exit on their own, then
+// SIGKILL. After the job, any /dev/shm/keel-<job>-* segment left behind by a killed rank is
+// removed. wait() can also bound the whole job's run time. A convenience for tests and demos, not a cluster manager.
+// Not thread-safe; one object per job.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace keel::comm {
+
+struct rank_exit {
+  int rank = -1;
+  int code = -1;           // exit status, or 128 + signal
+  double seconds = 0;      // since start
+};
+
+class local_job {
+ public:
+  // argv[0] is looked up in PATH when it contains no '/'. Throws keel::invalid_argument
+  // for ranks < 1 or an empty command, keel::io_error when it cannot be started.
+  // log_dir non-empty: rank r's stdout and stderr go to log_dir/rank-r.log.
+  // bind: when there are no more ranks than CPUs this process may run on, pin rank r to the
+  // r-th of them (Open MPI's default binding): two busy-polling ranks then never share a
+  // CPU. With more ranks than CPUs nothing is pinned.
+  local_job(int ranks, std::vector<std::string> argv, std::map<std::string, std::string> env = {},
+            std::string log_dir = {}, bool bind = false);
+  ~local_job();  // kills ranks still running
+  local_job(const local_job&) = delete;
+  local_job& operator=(const local_job&) = delete;
+
+  const std::string& id() const noexcept { return id_; }
+  const std::vector<pid_t>& pids() const noexcept { return pids_; }
+  // The CPU rank r was pinned to, or -1.
+  const std::vector<int>& cpus() const noexcept { return cpus_; }
+  // Waits for all ranks; returns their exits in rank order. cleanup: remove the job's
+  // leftover segments afterwards (tests that count leftovers pass false first). limit > 0:
+  // ranks still running that long after the start are killed (SIGKILL, code 137) and
+  // timed_out() becomes true.
+  std::vector<rank_exit> wait(std::chrono::milliseconds grace, bool cleanup = true,
+                              std::chrono::milliseconds limit = std::chrono::milliseconds(0));
+  bool timed_out() const noexcept { return timed_out_; }
+  // Shared-memory segments of this job present now (names under /dev/shm).
+  std::vector<std::string> leftover_segments() const;
+
+ private:
+  std::string id_;
+  std::vector<pid_t> pids_;
+  std::vector<int> cpus_;
+  std::vector<bool> done_;
+  std::chrono::steady_clock::time_point start_;
+  bool timed_out_ = false;
+};
+
+// The exit code a launcher reports for a job: 0 when all succeeded, else the first failing
+// rank's code.
+int job_exit_code(const std::vector<rank_exit>& exits);
+
+}  // namespace keel::comm

@@ -1,0 +1,760 @@
+// communicator: bootstrap (store exchange, shm segments, TCP mesh), the cost model and its
+// measurement, algorithm choice, and the front door of every collective.
+#include "keel/comm/communicator.hpp"
+
+#include <sys/epoll.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "algorithms.hpp"
+#include "comm_impl.hpp"
+#include "keel/comm/environment.hpp"
+#include "keel/core/bytes.hpp"
+#include "keel/core/error.hpp"
+#include "keel/core/log.hpp"
+#include "net.hpp"
+#include "reduce.hpp"
+#include "transport/tcp/tcp_transport.hpp"
+
+namespace keel::comm {
+namespace {
+
+using steady = std::chrono::steady_clock;
+
+std::optional<std::string> env(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return std::nullopt;
+  return std::string(v);
+}
+
+std::string host_identity() {
+  char name[256] = {};
+  ::gethostname(name, sizeof name - 1);
+  std::string boot;
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::getline(in, boot);
+  return fmt::format("{}/{}", name, boot);
+}
+
+std::string advertised_address() {
+  if (auto a = env("KEEL_COMM_ADDR")) return *a;
+  if (auto m = env("MASTER_ADDR")) {
+    try {
+      return net::local_address_towards(*m);
+    } catch (const std::exception&) {
+    }
+  }
+  return "127.0.0.1";
+}
+
+std::vector<std::string> split(const std::string& text, char sep) {
+  std::vector<std::string> parts;
+  std::stringstream in(text);
+  std::string part;
+  while (std::getline(in, part, sep)) parts.push_back(part);
+  return parts;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+struct hello {
+  std::uint32_t magic = detail::k_chunk_magic;
+  std::int32_t rank = -1;
+  std::int32_t channel = -1;
+  std::uint32_t pad = 0;
+  std::uint64_t nonce = 0;
+};
+
+}  // namespace
+
+// ------------------------------------------------------------------ options
+
+options options::from_env(options base) {
+  if (auto a = env("KEEL_COMM_ALGO")) base.algo = parse_algorithm(*a);
+  if (auto t = env("KEEL_COMM_TRANSPORT")) base.transport_kind = parse_transport(*t);
+  if (auto t = env("KEEL_COMM_TIMEOUT")) {
+    char* end = nullptr;
+    const double seconds = std::strtod(t->c_str(), &end);
+    if (end == t->c_str() || *end != '\0' || !(seconds > 0) || seconds > 1e7) {
+      throw keel::invalid_argument(
+          fmt::format("KEEL_COMM_TIMEOUT='{}': expected a positive number of seconds", *t));
+    }
+    base.timeout = duration(static_cast<std::int64_t>(seconds * 1000));
+  }
+  if (auto c = env("KEEL_COMM_CHUNK")) base.chunk_bytes = static_cast<std::size_t>(parse_size(*c));
+  return base;
+}
+
+// ------------------------------------------------------------------ impl: bootstrap
+
+communicator::impl::impl(store& s, int rank, int size, options o)
+    : rank_(rank), size_(size), opts_(std::move(o)) {
+  if (size < 1 || rank < 0 || rank >= size) {
+    throw keel::invalid_argument(fmt::format("rank {} / size {}: need 0 <= rank < size", rank, size));
+  }
+  if (opts_.chunk_bytes < 64 || opts_.chunk_bytes % 64 != 0 || opts_.chunk_bytes > (1u << 30)) {
+    throw keel::invalid_argument(fmt::format(
+        "chunk size {} bytes: must be a multiple of 64 between 64 B and 1 GiB", opts_.chunk_bytes));
+  }
+  if (opts_.shm_slots < 2 || opts_.shm_slots > 64) {
+    throw keel::invalid_argument(fmt::format("shm_slots {}: must be in [2, 64]", opts_.shm_slots));
+  }
+  if (opts_.timeout.count() <= 0) throw keel::invalid_argument("timeout must be positive");
+  opts_.reducer_rank = ((opts_.reducer_rank % size) + size) % size;
+  p2p_send_seq_.assign(size, 0);
+  p2p_recv_seq_.assign(size, 0);
+  pairs_.resize(size);
+  transport_of_.assign(size, transport::auto_select);
+  const std::string prefix =
+      opts_.name.empty()
+          // The n-th communicator this rank makes on this store, counted in the store itself
+          // so that ranks agree whether they are processes or threads.
+          ? fmt::format("keel/comm/{}", s.add(fmt::format("keel/comm/instances/{}", rank), 1))
+          : opts_.name;
+  if (size > 1) {
+    connect_all(s, prefix);
+    // Idle policy: with a core per local rank, busy-poll (like MPI) for 100 ms before sleeping;
+    // oversubscribed (more ranks here than CPUs), spinning steals the core a peer needs, so
+    // yield for 2 ms instead, then sleep. A rank pinned to one CPU never yields while it
+    // spins (no peer can be waiting for that CPU); an unpinned one yields now and then once
+    // it has waited over a millisecond, in case its peer was scheduled on the same CPU.
+    const long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
+    int local = 0;
+    for (int p = 0; p < size; ++p) local += transport_of_[p] == transport::shm || p == rank;
+    const bool oversubscribed = local > cpus;
+    spin_us_ = oversubscribed ? 0 : 100000;
+    yield_us_ = oversubscribed ? 2000 : 0;
+    cpu_set_t mine;
+    CPU_ZERO(&mine);
+    spin_yields_ = !(::sched_getaffinity(0, sizeof mine, &mine) == 0 && CPU_COUNT(&mine) == 1);
+    if (auto v = env("KEEL_COMM_SPIN_US")) spin_us_ = std::max(0, std::atoi(v->c_str()));
+    if (auto y = env("KEEL_COMM_YIELD_US")) yield_us_ = std::max(0, std::atoi(y->c_str()));
+    if (opts_.tune) tune(s, prefix);
+    // Everyone is past the store once this returns: the store's host may go away.
+    detail::schedule sched(size_);
+    call_info call;
+    call.coll = collective::barrier;
+    call.algo = algorithm::rd;
+    call.timeout = opts_.timeout;
+    call.deadline = steady::now() + opts_.timeout;
+    detail::barrier_rd(sched, {rank_, size_, nullptr, nullptr, 0, 1, 0, {}});
+    run(sched, call);
+  }
+}
+
+communicator::impl::~impl() {
+  if (shm_) shm_->close();
+  if (epoll_fd_ >= 0) ::close(epoll_fd_);
+}
+
+void communicator::impl::connect_all(store& s, const std::string& prefix) {
+  const auto deadline = steady::now() + opts_.timeout;
+  auto left = [&] {
+    return std::max<std::chrono::milliseconds>(
+        std::chrono::milliseconds(1),
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady::now()));
+  };
+  // 1. Rank 0 draws a nonce that names this communicator's segments and authenticates
+  //    its TCP connections.
+  if (rank_ == 0) {
+    std::random_device rd;
+    const std::uint64_t nonce = (static_cast<std::uint64_t>(rd()) << 32) ^ rd() ^
+                                static_cast<std::uint64_t>(steady::now().time_since_epoch().count());
+    s.set_string(prefix + "/nonce", fmt::format("{:016x}", nonce));
+  }
+  const std::string nonce_text = s.get_string(prefix + "/nonce", left());
+  const std::uint64_t nonce = std::stoull(nonce_text, nullptr, 16);
+
+  // 2. Publish how to reach this rank.
+  std::uint16_t port = 0;
+  const int listen_fd = net::listen_on("0.0.0.0", 0, port);
+  struct closer {
+    int fd;
+    ~closer() { ::close(fd); }
+  } listen_closer{listen_fd};
+  const std::string me = host_identity();
+  s.set_string(fmt::format("{}/info/{}", prefix, rank_),
+               fmt::format("{}|{}|{}|{}", me, advertised_address(), port, ::getpid()));
+  std::vector<std::string> hosts(size_), addrs(size_);
+  std::vector<std::uint16_t> ports(size_);
+  for (int p = 0; p < size_; ++p) {
+    const auto parts = split(s.get_string(fmt::format("{}/info/{}", prefix, p), left()), '|');
+    if (parts.size() != 4) throw keel::backend_error(fmt::format("rank {} published a bad address", p));
+    hosts[p] = parts[0];
+    addrs[p] = parts[1];
+    ports[p] = static_cast<std::uint16_t>(std::stoi(parts[2]));
+  }
+  std::vector<int> local;
+  for (int p = 0; p < size_; ++p) {
+    const bool same_host = hosts[p] == me;
+    if (opts_.transport_kind == transport::shm && !same_host) {
+      throw keel::invalid_argument(fmt::format(
+          "transport shm requested but rank {} runs on another host ({})", p, hosts[p]));
+    }
+    const bool shm = same_host && opts_.transport_kind != transport::tcp;
+    transport_of_[p] = p == rank_ ? transport::shm : (shm ? transport::shm : transport::tcp);
+    if (shm) local.push_back(p);
+    if (!shm) any_tcp_ = true;
+  }
+
+  // 3. Shared memory among the ranks of this host.
+  if (local.size() > 1) {
+    const std::string job = env("KEEL_COMM_JOB").value_or("j");
+    shm_ = std::make_unique<detail::shm_domain>(fmt::format("/keel-{}-{}", job, nonce_text),
+                                                rank_, local, opts_.chunk_bytes, opts_.shm_slots);
+    try {
+      s.set_string(fmt::format("{}/shm/{}", prefix, rank_), "1");
+      std::vector<std::string> keys;
+      for (int p : local) keys.push_back(fmt::format("{}/shm/{}", prefix, p));
+      s.wait(keys, left());
+      shm_->map_peers();
+      s.set_string(fmt::format("{}/mapped/{}", prefix, rank_), "1");
+      keys.clear();
+      for (int p : local) keys.push_back(fmt::format("{}/mapped/{}", prefix, p));
+      s.wait(keys, left());
+      shm_->unlink_own();
+    } catch (...) {
+      shm_->unlink_all();  // a peer died during setup: leave nothing behind
+      throw;
+    }
+    for (int p : local) {
+      if (p == rank_) continue;
+      for (int c = 0; c < detail::k_channels; ++c) pairs_[p][c] = shm_->make_pair(p, c);
+    }
+  }
+
+  // 4. TCP to everyone else: connect to lower ranks, accept from higher ones.
+  if (any_tcp_) {
+    epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
+    int expected = 0;
+    for (int p = 0; p < size_; ++p) {
+      if (p == rank_ || transport_of_[p] != transport::tcp) continue;
+      if (p > rank_) {
+        expected += detail::k_channels;
+        continue;
+      }
+      for (int c = 0; c < detail::k_channels; ++c) {
+        const std::string host = hosts[p] == me ? std::string("127.0.0.1") : addrs[p];
+        const int fd = net::connect_to(host, ports[p], deadline);
+        if (fd < 0) {
+          throw timeout_error(fmt::format("bootstrap on rank {}: rank {} at {}:{} did not accept "
+                                          "within {} ms", rank_, p, host, ports[p],
+                                          opts_.timeout.count()),
+                              "bootstrap", 0, p);
+        }
+        hello h;
+        h.rank = rank_;
+        h.channel = c;
+        h.nonce = nonce;
+        if (!net::send_all(fd, &h, sizeof h, deadline)) {
+          ::close(fd);
+          throw timeout_error(fmt::format("bootstrap on rank {}: rank {} stalled", rank_, p),
+                              "bootstrap", 0, p);
+        }
+        pairs_[p][c] = detail::make_tcp_pair(fd, p, opts_.chunk_bytes);
+      }
+    }
+    for (int i = 0; i < expected; ++i) {
+      const int fd = net::accept_until(listen_fd, deadline);
+      if (fd < 0) {
+        throw timeout_error(fmt::format("bootstrap on rank {}: {} of {} connections from higher "
+                                        "ranks arrived within {} ms", rank_, i, expected,
+                                        opts_.timeout.count()),
+                            "bootstrap", 0, -1);
+      }
+      hello h;
+      if (!net::recv_all(fd, &h, sizeof h, deadline) || h.magic != detail::k_chunk_magic ||
+          h.nonce != nonce || h.rank <= rank_ || h.rank >= size_ || h.channel < 0 ||
+          h.channel >= detail::k_channels || pairs_[h.rank][h.channel]) {
+        ::close(fd);  // a stray connection: not one of ours
+        --i;
+        continue;
+      }
+      pairs_[h.rank][h.channel] = detail::make_tcp_pair(fd, h.rank, opts_.chunk_bytes);
+    }
+    for (int p = 0; p < size_; ++p) {
+      if (transport_of_[p] != transport::tcp) continue;
+      for (int c = 0; c < detail::k_channels; ++c) {
+        epoll_event ev{};
+        ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
+        ev.data.u32 = static_cast<std::uint32_t>(p);
+        ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, detail::tcp_pair_fd(*pairs_[p][c]), &ev);
+      }
+    }
+  }
+}
+
+// Ping-pong with a partner (rank ^ 1) for latency and bandwidth, a local reduction for
+// gamma; every rank publishes its numbers and all take the same medians.
+void communicator::impl::tune(store& s, const std::string& prefix) {
+  const int partner = rank_ ^ 1;
+  std::string mine = "-";
+  auto one_way = [&](std::size_t bytes, int rounds) {
+    std::vector<std::byte> buf(std::max<std::size_t>(bytes, 1));
+    double best = 1e30;
+    for (int i = 0; i < rounds; ++i) {
+      detail::schedule sched(size_);
+      if (rank_ < partner) {
+        sched.send(partner, 0, buf.data(), bytes);
+        sched.recv(partner, 0, buf.data(), bytes, {0});
+      } else {
+        sched.recv(partner, 0, buf.data(), bytes);
+        sched.send(partner, 0, buf.data(), bytes, {0});
+      }
+      call_info call;
+      call.coll = collective::sendrecv;
+      call.type = dtype::u8;
+      call.count = bytes;
+      call.timeout = opts_.timeout;
+      call.deadline = steady::now() + opts_.timeout;
+      const auto t0 = steady::now();
+      run(sched, call);
+      best = std::min(best, std::chrono::duration<double>(steady::now() - t0).count() / 2);
+    }
+    return best;
+  };
+  if (partner < size_) {
+    const double small = one_way(8, 20);
+    const std::size_t big_bytes = 4 * opts_.chunk_bytes;
+    const double big = one_way(big_bytes, 3);
+    const double alpha = small;
+    const double beta = std::max(1e-12, (big - small) / static_cast<double>(big_bytes));
+    mine = fmt::format("{}|{:.6e}|{:.6e}", to_string(transport_of_[partner]), alpha, beta);
+  }
+  // gamma: reduce 1 MiB of floats into place, best of 3.
+  {
+    std::vector<float> a(1 << 18, 1.0f), b(1 << 18, 2.0f);
+    double best = 1e30;
+    for (int i = 0; i < 3; ++i) {
+      const auto t0 = steady::now();
+      detail::reduce(a.data(), a.data(), b.data(), a.size(), dtype::f32, reduce_op::sum);
+      best = std::min(best, std::chrono::duration<double>(steady::now() - t0).count());
+    }
+    mine += fmt::format("|{:.6e}", best / (a.size() * sizeof(float)));
+  }
+  s.set_string(fmt::format("{}/tune/{}", prefix, rank_), mine);
+  std::vector<double> as, bs, at, bt, gs;
+  for (int p = 0; p < size_; ++p) {
+    const auto parts = split(s.get_string(fmt::format("{}/tune/{}", prefix, p), opts_.timeout), '|');
+    if (parts.size() == 4) {
+      (parts[0] == "shm" ? as : at).push_back(std::stod(parts[1]));
+      (parts[0] == "shm" ? bs : bt).push_back(std::stod(parts[2]));
+    }
+    gs.push_back(std::stod(parts.back()));
+  }
+  if (!as.empty()) model_.alpha_shm = median(as), model_.beta_shm = median(bs);
+  if (!at.empty()) model_.alpha_tcp = median(at), model_.beta_tcp = median(bt);
+  model_.gamma = median(gs);
+  model_.measured = true;
+  KEEL_LOG_INFO("comm",
+                "rank {}: cost model alpha_shm {:.2f} us, {:.2f} GB/s; alpha_tcp {:.2f} us, "
+                "{:.2f} GB/s; reduce {:.2f} GB/s{}",
+                rank_, model_.alpha_shm * 1e6, 1e-9 / model_.beta_shm, model_.alpha_tcp * 1e6,
+                1e-9 / model_.beta_tcp, 1e-9 / model_.gamma,
+                at.empty() && any_tcp_ ? " (tcp not measured: defaults)" : "");
+}
+
+void communicator::impl::abort_all(int culprit, const std::string& reason) noexcept {
+  if (aborted_) return;
+  aborted_ = true;
+  abort_culprit_ = culprit;
+  abort_reason_ = reason;
+  if (shm_) shm_->abort(culprit, reason);
+  detail::chunk_header h;
+  h.flags = detail::k_flag_abort;
+  h.peer = culprit;
+  for (auto& channels : pairs_) {
+    for (auto& p : channels) {
+      if (p && !p->is_shm()) detail::tcp_pair_abort(*p, h);
+    }
+  }
+}
+
+// ------------------------------------------------------------------ choice
+
+namespace {
+
+struct estimate {
+  algorithm algo;
+  double seconds;
+};
+
+double log2_ceil(int n) { return n <= 1 ? 0 : std::ceil(std::log2(n)); }
+
+}  // namespace
+
+choice communicator::impl::choose(collective c, std::size_t bytes, algorithm requested) const {
+  const std::vector<algorithm> candidates = algorithms_for(c);
+  choice out;
+  if (candidates.empty()) return out;
+  const int n = size_;
+  const bool pow2 = (n & (n - 1)) == 0;
+  auto usable = [&](algorithm a) {
+    return std::find(candidates.begin(), candidates.end(), a) != candidates.end() &&
+           !(c == collective::reduce_scatter && a == algorithm::rabenseifner && !pow2);
+  };
+  std::string note;
+  if (requested == algorithm::auto_select) requested = opts_.algo;
+  if (requested != algorithm::auto_select) {
+    if (usable(requested)) {
+      out.algo = requested;
+      out.why = fmt::format("{} requested", to_string(requested));
+      return out;
+    }
+    note = fmt::format(" ({} requested but does not apply to {} on {} ranks)", to_string(requested),
+                       to_string(c), n);
+  }
+  const double a = any_tcp_ ? model_.alpha_tcp : model_.alpha_shm;
+  const double b = any_tcp_ ? model_.beta_tcp : model_.beta_shm;
+  const double g = model_.gamma;
+  const double S = static_cast<double>(bytes);
+  const double L = log2_ceil(n);
+  int p2 = 1;
+  while (p2 * 2 <= n) p2 *= 2;
+  const bool fold = p2 != n;
+  const double f = (n - 1.0) / n;
+  const double chunk = static_cast<double>(opts_.chunk_bytes);
+  const double fill = std::min(S, chunk) * b;  // one chunk's pipeline fill per hop
+  std::vector<estimate> est;
+  for (algorithm x : candidates) {
+    if (!usable(x)) continue;
+    double t = 0;
+    switch (c) {
+      case collective::allreduce:
+        switch (x) {
+          case algorithm::ring: t = 2 * (n - 1) * a + 2 * f * S * b + f * S * g; break;
+          case algorithm::tree:
+            t = 2 * L * (a + fill) + (n <= 2 ? S : 2 * S) * b + (n <= 2 ? 0.5 : 1.0) * S * g;
+            break;
+          case algorithm::rd: t = (L + (fold ? 2 : 0)) * (a + S * b) + (L + fold) * S * g; break;
+          case algorithm::rabenseifner:
+            t = 2 * L * a + 2.0 * (p2 - 1) / p2 * S * b + (p2 - 1.0) / p2 * S * g +
+                (fold ? 2 * (a + S * b) + S * g : 0);
+            break;
+          case algorithm::reducer: t = 2 * a + 2 * (n - 1) * S * b + (n - 1) * S * g; break;
+          default: break;
+        }
+        break;
+      case collective::reduce:
+        switch (x) {
+          case algorithm::ring: t = (n - 1) * (a + fill) + S * b + S * g; break;
+          case algorithm::tree: t = L * (a + fill) + 2 * S * b + 2 * S * g; break;
+          case algorithm::reducer: t = a + (n - 1) * S * (b + g); break;
+          default: break;
+        }
+        break;
+      case collective::broadcast:
+        switch (x) {
+          case algorithm::ring: t = (n - 1) * (a + fill) + S * b; break;
+          case algorithm::tree: t = L * (a + fill) + 2 * S * b; break;
+          case algorithm::rd: t = L * (a + S * b); break;
+          case algorithm::direct: t = a + (n - 1) * S * b; break;
+          default: break;
+        }
+        break;
+      case collective::reduce_scatter:
+        switch (x) {
+          case algorithm::ring: t = (n - 1) * a + f * S * (b + g); break;
+          case algorithm::rabenseifner: t = L * a + f * S * (b + g); break;
+          case algorithm::reducer: t = 2 * a + (n - 1) * S * (b + g) + f * S * b; break;
+          case algorithm::direct: t = (n - 1) * a * 1.5 + f * S * (b + g); break;
+          default: break;
+        }
+        break;
+      case collective::allgather:
+        switch (x) {
+          case algorithm::ring: t = (n - 1) * a + f * S * b; break;
+          case algorithm::rd: t = L * a + f * S * b + S * b; break;  // + Bruck's rotation copy
+          case algorithm::direct: t = (n - 1) * a * 1.5 + f * S * b; break;
+          default: break;
+        }
+        break;
+      default: t = 0; break;
+    }
+    est.push_back({x, t});
+  }
+  if (est.empty()) {
+    out.algo = candidates.front();
+    out.why = "only choice" + note;
+    return out;
+  }
+  std::stable_sort(est.begin(), est.end(),
+                   [](const estimate& l, const estimate& r) { return l.seconds < r.seconds; });
+  out.algo = est.front().algo;
+  std::string list;
+  for (const auto& e : est) {
+    list += fmt::format("{}{} {:.1f} us", list.empty() ? "" : " < ", to_string(e.algo), e.seconds * 1e6);
+  }
+  out.why = fmt::format("model ({}): {}{}", any_tcp_ ? "tcp" : "shm", list, note);
+  return out;
+}
+
+algorithm communicator::impl::resolve(collective c, std::size_t bytes, algorithm requested) {
+  // The choice depends only on (collective, requested, bytes): remember it, so that a training
+  // loop's repeated calls cost one hash lookup instead of the model and its explanation.
+  const std::uint64_t key = (static_cast<std::uint64_t>(c) << 58) ^
+                            (static_cast<std::uint64_t>(requested) << 52) ^ bytes;
+  if (bytes < (std::uint64_t{1} << 52)) {
+    if (const auto it = decided_.find(key); it != decided_.end()) return it->second;
+  }
+  const choice ch = choose(c, bytes, requested);
+  if (log_enabled(log_level::info)) {
+    KEEL_LOG_INFO("comm", "rank {}: {} of {} on {} ranks: chose {}: {}", rank_, to_string(c),
+                  format_size(bytes), size_, to_string(ch.algo), ch.why);
+  }
+  if (bytes < (std::uint64_t{1} << 52)) {
+    if (decided_.size() >= 4096) decided_.clear();  // bounded; every rank decides alike
+    decided_.emplace(key, ch.algo);
+  }
+  return ch.algo;
+}
+
+call_info communicator::impl::begin(collective c, dtype t, reduce_op op, std::size_t count,
+                                    const call_options& o) {
+  if (aborted_) {
+    throw peer_error(fmt::format("{} on rank {}: the communicator was aborted by an earlier "
+                                 "error: {}", to_string(c), rank_, abort_reason_),
+                     std::string(to_string(c)), seq_ + 1, abort_culprit_);
+  }
+  call_info call;
+  call.coll = c;
+  call.type = t;
+  call.op = op;
+  call.count = count;
+  call.seq = ++seq_;
+  call.timeout = o.timeout.count() > 0 ? o.timeout : opts_.timeout;
+  // call.deadline stays unset: the engine starts the clock when the call first has to wait
+  // (a clock read costs as much as a small message), so the timeout counts from then.
+  return call;
+}
+
+std::byte* communicator::impl::scratch(std::size_t bytes, int which) {
+  auto& s = scratch_[which];
+  if (s.size() < bytes) s.resize(bytes);
+  return s.data();
+}
+
+// ------------------------------------------------------------------ communicator
+
+communicator::communicator(store& rendezvous, int rank, int size, options opts)
+    : impl_(std::make_unique<impl>(rendezvous, rank, size, std::move(opts))) {}
+
+communicator::~communicator() = default;
+
+std::unique_ptr<communicator> communicator::from_env(options opts) {
+  opts = options::from_env(opts);
+  const launch_env e = detect_launch_env();
+  auto st = make_store(e, opts.timeout);
+  auto c = std::make_unique<communicator>(*st, e.rank, e.size, opts);
+  c->owned_store_ = std::move(st);
+  return c;
+}
+
+int communicator::rank() const noexcept { return impl_->rank_; }
+int communicator::size() const noexcept { return impl_->size_; }
+std::uint64_t communicator::seq() const noexcept { return impl_->seq_; }
+const cost_model& communicator::model() const noexcept { return impl_->model_; }
+
+transport communicator::transport_to(int peer) const {
+  if (peer < 0 || peer >= impl_->size_) {
+    throw keel::invalid_argument(fmt::format("peer {} is not a rank of {}", peer, impl_->size_));
+  }
+  return impl_->transport_of_[peer];
+}
+
+choice communicator::choose(collective c, std::size_t bytes, algorithm requested) const {
+  return impl_->choose(c, bytes, requested);
+}
+
+namespace {
+
+using builder = detail::plan (*)(detail::schedule&, const detail::args&);
+
+builder builder_for(collective c, algorithm a) {
+  using namespace detail;
+  switch (c) {
+    case collective::allreduce:
+      switch (a) {
+        case algorithm::tree: return allreduce_tree;
+        case algorithm::rd: return allreduce_rd;
+        case algorithm::rabenseifner: return allreduce_rabenseifner;
+        case algorithm::reducer: return allreduce_reducer;
+        default: return allreduce_ring;
+      }
+    case collective::reduce:
+      switch (a) {
+        case algorithm::tree: return reduce_tree;
+        case algorithm::reducer: return reduce_reducer;
+        default: return reduce_ring;
+      }
+    case collective::broadcast:
+      switch (a) {
+        case algorithm::tree: return broadcast_tree;
+        case algorithm::rd: return broadcast_rd;
+        case algorithm::direct: return broadcast_direct;
+        default: return broadcast_ring;
+      }
+    case collective::reduce_scatter:
+      switch (a) {
+        case algorithm::rabenseifner: return reduce_scatter_rabenseifner;
+        case algorithm::reducer: return reduce_scatter_reducer;
+        case algorithm::direct: return reduce_scatter_direct;
+        default: return reduce_scatter_ring;
+      }
+    case collective::allgather:
+      switch (a) {
+        case algorithm::rd: return allgather_rd;
+        case algorithm::direct: return allgather_direct;
+        default: return allgather_ring;
+      }
+    case collective::alltoall: return alltoall_direct;
+    default: return barrier_rd;
+  }
+}
+
+void check_root(int root, int size, collective c) {
+  if (root < 0 || root >= size) {
+    throw keel::invalid_argument(
+        fmt::format("{}: root {} is not a rank of {}", to_string(c), root, size));
+  }
+}
+
+void check_buffers(const void* in, const void* out, std::size_t count, collective c) {
+  if (count > 0 && (in == nullptr || out == nullptr)) {
+    throw keel::invalid_argument(fmt::format("{}: null buffer for {} elements", to_string(c), count));
+  }
+}
+
+}  // namespace
+
+// Runs one collective: choose, build, copy, run, finish avg.
+namespace {
+void execute(communicator::impl& m, collective c, const void* in, void* out, std::size_t count,
+             dtype t, reduce_op op, int root, std::size_t total_bytes, call_options o,
+             std::size_t avg_elems, void* avg_buf) {
+  call_info call = m.begin(c, t, op, count, o);
+  call.algo = m.resolve(c, total_bytes, o.algo);
+  call.root = root;
+  if (count == 0 && c != collective::barrier) return;
+  const int r = m.rank_;
+  int agg = root;
+  if (call.algo == algorithm::reducer &&
+      (c == collective::allreduce || c == collective::reduce_scatter)) {
+    agg = m.opts_.reducer_rank;
+  }
+  detail::args a{r, m.size_, static_cast<const std::byte*>(in), static_cast<std::byte*>(out),
+                 count, dtype_size(t), agg,
+                 [&m](std::size_t bytes, int which) { return m.scratch(bytes, which); }};
+  if (m.size_ == 1) {
+    const std::size_t bytes = count * dtype_size(t);
+    if (out && in != out && bytes) std::memmove(out, in, bytes);
+  } else {
+    detail::schedule& s = m.sched_;
+    s.reset(m.size_);
+    const detail::plan p = builder_for(c, call.algo)(s, a);
+    for (const auto& cp : p.before) std::memcpy(cp.dst, cp.src, cp.bytes);
+    m.run(s, call);
+    for (const auto& cp : p.after) {
+      if (cp.dst != cp.src) std::memcpy(cp.dst, cp.src, cp.bytes);
+    }
+  }
+  if (op == reduce_op::avg && avg_buf) detail::finish_avg(avg_buf, avg_elems, t, m.size_);
+}
+}  // namespace
+
+void communicator::allreduce(const void* in, void* out, std::size_t count, dtype t, reduce_op op,
+                             call_options o) {
+  check_buffers(in, out, count, collective::allreduce);
+  execute(*impl_, collective::allreduce, in, out, count, t, op, -1, count * dtype_size(t), o,
+          count, out);
+}
+
+void communicator::reduce(const void* in, void* out, std::size_t count, dtype t, reduce_op op,
+                          int root, call_options o) {
+  check_root(root, size(), collective::reduce);
+  check_buffers(in, rank() == root ? out : in, count, collective::reduce);
+  execute(*impl_, collective::reduce, in, out, count, t, op, root, count * dtype_size(t), o, count,
+          rank() == root ? out : nullptr);
+}
+
+void communicator::broadcast(const void* in, void* out, std::size_t count, dtype t, int root,
+                             call_options o) {
+  check_root(root, size(), collective::broadcast);
+  check_buffers(rank() == root ? in : out, out, count, collective::broadcast);
+  execute(*impl_, collective::broadcast, in, out, count, t, reduce_op::sum, root,
+          count * dtype_size(t), o, 0, nullptr);
+}
+
+void communicator::reduce_scatter(const void* in, void* out, std::size_t count, dtype t,
+                                  reduce_op op, call_options o) {
+  check_buffers(in, out, count, collective::reduce_scatter);
+  execute(*impl_, collective::reduce_scatter, in, out, count, t, op, -1,
+          count * dtype_size(t) * size(), o, count, out);
+}
+
+void communicator::allgather(const void* in, void* out, std::size_t count, dtype t,
+                             call_options o) {
+  check_buffers(in, out, count, collective::allgather);
+  execute(*impl_, collective::allgather, in, out, count, t, reduce_op::sum, -1,
+          count * dtype_size(t) * size(), o, 0, nullptr);
+}
+
+void communicator::alltoall(const void* in, void* out, std::size_t count, dtype t,
+                            call_options o) {
+  check_buffers(in, out, count, collective::alltoall);
+  execute(*impl_, collective::alltoall, in, out, count, t, reduce_op::sum, -1,
+          count * dtype_size(t) * size(), o, 0, nullptr);
+}
+
+void communicator::barrier(call_options o) {
+  execute(*impl_, collective::barrier, nullptr, nullptr, 0, dtype::u8, reduce_op::sum, -1, 0, o, 0,
+          nullptr);
+}
+
+void communicator::send(const void* in, std::size_t count, dtype t, int peer, call_options o) {
+  auto& m = *impl_;
+  if (peer < 0 || peer >= m.size_ || peer == m.rank_) {
+    throw keel::invalid_argument(fmt::format("send: peer {} must be another rank of {}", peer, m.size_));
+  }
+  check_buffers(in, in, count, collective::sendrecv);
+  call_info call = m.begin(collective::sendrecv, t, reduce_op::sum, count, o);
+  --m.seq_;  // point to point does not advance the collective sequence
+  call.seq = ++m.p2p_send_seq_[peer];
+  call.algo = algorithm::direct;
+  detail::schedule& s = m.sched_;
+  s.reset(m.size_);
+  s.send(peer, 1, in, count * dtype_size(t));
+  m.run(s, call);
+}
+
+void communicator::recv(void* out, std::size_t count, dtype t, int peer, call_options o) {
+  auto& m = *impl_;
+  if (peer < 0 || peer >= m.size_ || peer == m.rank_) {
+    throw keel::invalid_argument(fmt::format("recv: peer {} must be another rank of {}", peer, m.size_));
+  }
+  check_buffers(out, out, count, collective::sendrecv);
+  call_info call = m.begin(collective::sendrecv, t, reduce_op::sum, count, o);
+  --m.seq_;
+  call.seq = ++m.p2p_recv_seq_[peer];
+  call.algo = algorithm::direct;
+  detail::schedule& s = m.sched_;
+  s.reset(m.size_);
+  s.recv(peer, 1, out, count * dtype_size(t));
+  m.run(s, call);
+}
+
+}  // namespace keel::comm

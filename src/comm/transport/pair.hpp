@@ -1,0 +1,61 @@
+// The transport-neutral connection to one peer on one channel (gloo's Pair), internal.
+//
+// A pair moves chunks: a 64-byte header (what the message belongs to) followed by at most
+// chunk_bytes of payload. Sends and receives never block: try_send() returns false while
+// there is no room (every shm slot full, a TCP socket still draining the previous chunk),
+// peek() returns nullptr while no complete chunk has arrived. The engine drives many pairs
+// at once and sleeps on the transports' wait primitives (futex doorbell, epoll) in between.
+// One thread uses a pair at a time. A broken connection throws peer_gone.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+
+namespace keel::comm::detail {
+
+inline constexpr std::uint32_t k_chunk_magic = 0x6b65656c;  // "keel"
+inline constexpr int k_channels = 2;                        // independent FIFOs per peer
+
+// Flags of a chunk.
+inline constexpr std::uint8_t k_flag_abort = 1;  // the sender aborted; culprit in `peer`
+
+struct chunk_header {
+  std::uint32_t magic = k_chunk_magic;
+  std::uint8_t coll = 0;    // keel::comm::collective
+  std::uint8_t dtype = 0;   // keel::comm::dtype
+  std::uint8_t op = 0;      // keel::comm::reduce_op
+  std::uint8_t algo = 0;    // keel::comm::algorithm
+  std::uint64_t seq = 0;    // collective sequence number (per-peer counter for send/recv)
+  std::uint64_t count = 0;  // the collective's element count, as the caller passed it
+  std::uint64_t offset = 0; // byte offset of this chunk within its message
+  std::uint32_t nbytes = 0; // payload bytes that follow
+  std::uint32_t tag = 0;    // index of the message within this pair's schedule, per direction
+  std::uint8_t flags = 0;
+  std::uint8_t pad[3] = {};
+  std::int32_t peer = -1;   // abort: the rank the sender blames
+  std::uint64_t message_bytes = 0;  // total payload bytes of the message
+  std::uint64_t reserved = 0;
+};
+static_assert(sizeof(chunk_header) == 64);
+
+// Thrown by a pair whose peer is gone (socket closed, process dead).
+struct peer_gone : std::runtime_error {
+  peer_gone(int r, const std::string& why) : std::runtime_error(why), rank(r) {}
+  int rank;
+};
+
+class pair {
+ public:
+  virtual ~pair() = default;
+  // Stages one chunk (header + h.nbytes payload bytes). False: no room yet, nothing done.
+  virtual bool try_send(const chunk_header& h, const void* payload) = 0;
+  // The oldest unreleased chunk, or nullptr. The payload stays valid until release().
+  virtual const chunk_header* peek(const std::byte** payload) = 0;
+  virtual void release() = 0;
+  // Pushes bytes still queued for sending (TCP); true when something moved.
+  virtual bool flush() { return false; }
+  virtual bool is_shm() const = 0;
+};
+
+}  // namespace keel::comm::detail

@@ -1,0 +1,80 @@
+#include "keel/comm/environment.hpp"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "keel/core/error.hpp"
+
+namespace keel::comm {
+namespace {
+
+env_lookup from(std::map<std::string, std::string> vars) {
+  return [vars](const std::string& name) -> std::optional<std::string> {
+    auto it = vars.find(name);
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+TEST(CommEnvironment, Torchrun) {
+  const launch_env e = detect_launch_env(from({{"RANK", "3"}, {"WORLD_SIZE", "8"},
+                                               {"LOCAL_RANK", "1"}, {"LOCAL_WORLD_SIZE", "2"},
+                                               {"MASTER_ADDR", "node7"}, {"MASTER_PORT", "1234"}}));
+  EXPECT_EQ(e.launcher, "torchrun");
+  EXPECT_EQ(e.rank, 3);
+  EXPECT_EQ(e.size, 8);
+  EXPECT_EQ(e.local_rank, 1);
+  EXPECT_EQ(e.local_size, 2);
+  EXPECT_EQ(e.master_addr, "node7");
+  EXPECT_EQ(e.master_port, 1234);
+}
+
+TEST(CommEnvironment, OpenMpi) {
+  const launch_env e = detect_launch_env(from({{"OMPI_COMM_WORLD_RANK", "2"},
+                                               {"OMPI_COMM_WORLD_SIZE", "4"},
+                                               {"OMPI_COMM_WORLD_LOCAL_RANK", "2"},
+                                               {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"}}));
+  EXPECT_EQ(e.launcher, "openmpi");
+  EXPECT_EQ(e.rank, 2);
+  EXPECT_EQ(e.size, 4);
+  EXPECT_EQ(e.master_addr, "127.0.0.1");
+  EXPECT_EQ(e.master_port, 29500);
+}
+
+TEST(CommEnvironment, MpichPmi) {
+  const launch_env e = detect_launch_env(from({{"PMI_RANK", "1"}, {"PMI_SIZE", "2"}}));
+  EXPECT_EQ(e.launcher, "pmi");
+  EXPECT_EQ(e.rank, 1);
+  EXPECT_EQ(e.size, 2);
+  EXPECT_EQ(e.local_rank, 1);
+}
+
+TEST(CommEnvironment, SlurmMasterFromNodeList) {
+  const launch_env e = detect_launch_env(from({{"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "16"},
+                                               {"SLURM_LOCALID", "1"},
+                                               {"SLURM_JOB_NODELIST", "gpu[03-05,9],cpu1"}}));
+  EXPECT_EQ(e.launcher, "slurm");
+  EXPECT_EQ(e.rank, 5);
+  EXPECT_EQ(e.size, 16);
+  EXPECT_EQ(e.local_rank, 1);
+  EXPECT_EQ(e.master_addr, "gpu03");
+  EXPECT_EQ(first_slurm_host("a1,b2"), "a1");
+  EXPECT_EQ(first_slurm_host("n[7]"), "n7");
+  // MASTER_ADDR wins over the node list.
+  EXPECT_EQ(detect_launch_env(from({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"},
+                                    {"SLURM_NODELIST", "x[1-2]"}, {"MASTER_ADDR", "10.0.0.1"}}))
+                .master_addr,
+            "10.0.0.1");
+}
+
+TEST(CommEnvironment, SingleAndErrors) {
+  EXPECT_EQ(detect_launch_env(from({})).launcher, "single");
+  EXPECT_THROW(detect_launch_env(from({{"RANK", "4"}, {"WORLD_SIZE", "4"}})), keel::invalid_argument);
+  EXPECT_THROW(detect_launch_env(from({{"RANK", "x"}, {"WORLD_SIZE", "4"}})), keel::invalid_argument);
+  EXPECT_THROW(detect_launch_env(from({{"KEEL_COMM_STORE", "tcp:1"}})), keel::invalid_argument);
+  EXPECT_EQ(detect_launch_env(from({{"KEEL_COMM_STORE", "file:/shared/x"}})).store_dir, "/shared/x");
+}
+
+}  // namespace
+}  // namespace keel::comm
