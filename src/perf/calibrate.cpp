@@ -173,13 +173,6 @@ double measure_triad(double bytes_total, int threads, double seconds) {
   return best;
 }
 
-std::string read_first(const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
-  return line;
-}
-
 std::string cpu_model() {
   std::ifstream in("/proc/cpuinfo");
   for (std::string line; std::getline(in, line);) {
