@@ -10,6 +10,7 @@
 #include "keel/perf/roofline.hpp"
 #include "keel/perf/svg.hpp"
 
+#include <cstdint>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -435,9 +436,9 @@ void add_llm(CLI::App* group) {
                   {"dtype", r->dtype_name},
                   {"kv_dtype", std::string(name_of(o.kv.value_or(o.weights)))},
                   {"gpu", device.name},
-                  {"params", rep.params.total},
-                  {"params_active", rep.params.active},
-                  {"params_embedding", rep.params.embedding},
+                  {"params", static_cast<std::uint64_t>(rep.params.total)},  // counts: integers in JSON
+                  {"params_active", static_cast<std::uint64_t>(rep.params.active)},
+                  {"params_embedding", static_cast<std::uint64_t>(rep.params.embedding)},
                   {"total_flops", rep.total_flops},
                   {"matmul_flops", rep.matmul_flops},
                   {"total_bytes", rep.total_bytes},
