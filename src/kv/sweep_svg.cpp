@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 
+#include "keel/core/xml_escape.hpp"
 #include "keel/kv/replay.hpp"
 
 namespace keel::kv {
@@ -16,20 +17,6 @@ const char* color_of(const std::string& policy) {
       {"s3fifo", "#ff7f0e"}, {"keel", "#d62728"}, {"belady", "#000000"}};
   const auto it = colors.find(policy);
   return it == colors.end() ? "#9467bd" : it->second;
-}
-
-std::string escape(const std::string& s) {
-  std::string out;
-  for (const char c : s) {
-    switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
 }
 
 std::string tokens_label(double tokens) {
@@ -60,7 +47,7 @@ std::string sweep_svg(std::span<const sweep_point> points, double infinite_hit_r
       "viewBox=\"0 0 {0} {1}\" font-family=\"sans-serif\" font-size=\"12\">\n"
       "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
       "<text x=\"{2}\" y=\"28\" font-size=\"15\">{3}</text>\n",
-      w, h, left, escape(title));
+      w, h, left, xml_escape(title));
   for (int i = 0; i <= 10; ++i) {
     const double r = i / 10.0;
     svg += fmt::format(
@@ -116,7 +103,7 @@ std::string sweep_svg(std::span<const sweep_point> points, double infinite_hit_r
     svg += fmt::format(
         "<line x1=\"{0}\" x2=\"{1}\" y1=\"{2:.1f}\" y2=\"{2:.1f}\" stroke=\"{3}\" "
         "stroke-width=\"2\"{4}/><text x=\"{5}\" y=\"{6:.1f}\">{7}</text>\n",
-        left + pw + 8, left + pw + 30, ly - 4, color, dash, left + pw + 36, ly, escape(policy));
+        left + pw + 8, left + pw + 30, ly - 4, color, dash, left + pw + 36, ly, xml_escape(policy));
   }
   svg += "</svg>\n";
   return svg;

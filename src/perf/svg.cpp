@@ -1,6 +1,7 @@
 #include "keel/perf/svg.hpp"
 
 #include "keel/core/error.hpp"
+#include "keel/core/xml_escape.hpp"
 
 #include <fmt/format.h>
 
@@ -9,20 +10,6 @@
 
 namespace keel::perf {
 namespace {
-
-std::string escape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
 
 std::string si(double v) {
   const char* prefixes[] = {"", "K", "M", "G", "T", "P", "E"};
@@ -67,7 +54,7 @@ std::string roofline_svg(const std::string& title, double peak_flops, double ban
       "font-family=\"sans-serif\" "
       "font-size=\"11\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
       "<text x=\"{}\" y=\"22\" font-size=\"14\">{}</text>\n",
-      W, Hh, left, escape(title));
+      W, Hh, left, xml_escape(title));
   for (double v = x_lo; v <= x_hi * 1.001; v *= 10) {
     svg += fmt::format(
         "<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#ddd\"/>"
@@ -103,10 +90,10 @@ std::string roofline_svg(const std::string& title, double peak_flops, double ban
     svg += fmt::format(
         "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"4\" fill=\"{}\"><title>{}: {:.3g} FLOP/byte, "
         "{}FLOP/s</title></circle>\n",
-        X(p.intensity), Y(p.flops), color, escape(p.label), p.intensity, si(p.flops));
+        X(p.intensity), Y(p.flops), color, xml_escape(p.label), p.intensity, si(p.flops));
     svg += fmt::format(
         "<circle cx=\"{}\" cy=\"{}\" r=\"4\" fill=\"{}\"/><text x=\"{}\" y=\"{}\">{}</text>\n",
-        left + pw + 20, top + 14 * k + 4, color, left + pw + 30, top + 14 * k + 8, escape(p.label));
+        left + pw + 20, top + 14 * k + 4, color, left + pw + 30, top + 14 * k + 8, xml_escape(p.label));
   }
   svg += "</svg>\n";
   return svg;

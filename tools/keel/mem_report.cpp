@@ -9,6 +9,7 @@
 
 #include "keel/core/bytes.hpp"
 #include "keel/core/error.hpp"
+#include "keel/core/xml_escape.hpp"
 
 namespace keel::cli {
 
@@ -126,20 +127,6 @@ void print_replay_text(std::ostream& out, const std::string& trace, const trace_
 
 namespace {
 
-std::string escape(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
 constexpr const char* k_colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"};
 
 std::string timeline_svg(const std::vector<replay_result>& results) {
@@ -159,7 +146,7 @@ std::string timeline_svg(const std::vector<replay_result>& results) {
   for (int t = 0; t <= 4; ++t) {
     const double v = static_cast<double>(ymax) * t / 4;
     svg += fmt::format(R"(<line x1="{}" x2="{}" y1="{:.1f}" y2="{:.1f}" stroke="#ddd"/><text x="4" y="{:.1f}" font-size="11">{}</text>)",
-                       left, w - 10, y(v), y(v), y(v) + 4, escape(format_size(static_cast<std::uint64_t>(v))));
+                       left, w - 10, y(v), y(v), y(v) + 4, xml_escape(format_size(static_cast<std::uint64_t>(v))));
   }
   svg += fmt::format(R"(<text x="{}" y="{}" font-size="11">trace entry</text>)", w / 2, h - 8);
   for (std::size_t i = 0; i < results.size(); ++i) {
@@ -195,7 +182,7 @@ std::string segment_map_svg(const snapshot& s) {
                          : b.state == block_state::active_pending_free ? "#ff7f0e" : "#e6e6e6";
       svg += fmt::format(R"(<rect x="{:.2f}" y="{:.1f}" width="{:.2f}" height="{}" fill="{}" stroke="#fff" stroke-width="0.3"><title>{} {} at {:#x}</title></rect>)",
                          cursor, 5 + row * static_cast<double>(i), bw, row - 2, fill,
-                         escape(std::string(to_string(b.state))), escape(format_size(b.size)), b.address);
+                         xml_escape(std::string(to_string(b.state))), xml_escape(format_size(b.size)), b.address);
       cursor += bw;
     }
   }
@@ -210,14 +197,14 @@ void write_html_report(const std::string& path, const std::string& trace, const 
   std::ofstream out(path);
   if (!out) throw io_error(fmt::format("{}: cannot write the HTML report", path));
   out << "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>keel mem: "
-      << escape(trace) << "</title><style>body{font-family:sans-serif;margin:24px;color:#222}"
+      << xml_escape(trace) << "</title><style>body{font-family:sans-serif;margin:24px;color:#222}"
       << "table{border-collapse:collapse}td,th{padding:4px 10px;border-bottom:1px solid #ddd;text-align:right}"
       << "td:first-child,th:first-child{text-align:left}.sw{display:inline-block;width:12px;height:12px;margin-right:4px}"
       << "</style></head><body>";
-  out << "<h1>keel mem: " << escape(trace) << "</h1>";
+  out << "<h1>keel mem: " << xml_escape(trace) << "</h1>";
   out << fmt::format("<p>Device {}: {} trace entries, {} ops replayed. The starting state holds {} segments ({} reserved, {} requested live).</p>",
                      model.device, model.entries, model.ops.size(), model.start.size(),
-                     escape(format_size(model.start_reserved)), escape(format_size(model.start_requested)));
+                     xml_escape(format_size(model.start_reserved)), xml_escape(format_size(model.start_requested)));
   out << "<h2>Reserved memory over time</h2><p>Solid lines: reserved memory per setting; dashed: requested bytes live (the program's own demand).</p>";
   out << timeline_svg(results);
   out << "<table><tr><th>setting</th><th>peak reserved</th><th>peak allocated</th><th>fragmentation</th><th>OOMs</th></tr>";
@@ -225,14 +212,14 @@ void write_html_report(const std::string& path, const std::string& trace, const 
     const replay_result& r = results[i];
     const std::string label = std::string(to_string(r.policy)) + (r.conf.empty() ? " (defaults)" : " " + r.conf);
     out << fmt::format("<tr><td><span class=\"sw\" style=\"background:{}\"></span>{}</td><td>{}</td><td>{}</td><td>{:.3f}</td><td>{}</td></tr>",
-                       k_colors[i % 6], escape(label), escape(format_size(r.peak_reserved)),
-                       escape(format_size(r.peak_allocated)), r.fragmentation, r.ooms.size());
+                       k_colors[i % 6], xml_escape(label), xml_escape(format_size(r.peak_reserved)),
+                       xml_escape(format_size(r.peak_allocated)), r.fragmentation, r.ooms.size());
   }
   out << "</table>";
   for (const replay_result& r : results) {
     if (!r.peak_state) continue;
     out << fmt::format("<h2>Segments at the reserved peak ({})</h2><p>Blue: live blocks; orange: waiting for cross-stream frees; grey: free. One row per segment, to scale.</p>",
-                       escape(std::string(to_string(r.policy))));
+                       xml_escape(std::string(to_string(r.policy))));
     out << segment_map_svg(*r.peak_state);
     break;
   }
