@@ -24,7 +24,7 @@ void* as_pointer(std::uint64_t address) { return reinterpret_cast<void*>(address
 }  // namespace
 
 host_backend::host_backend(std::size_t capacity, std::size_t page)
-    : capacity_(capacity == 0 ? default_capacity() : capacity), page_(page) {
+    : capacity_(capacity == 0 ? default_capacity() : capacity), page_(page), ranges_("host", page) {
   const auto os_page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
   if (page == 0 || page % os_page != 0) {
     throw invalid_argument(
@@ -34,7 +34,7 @@ host_backend::host_backend(std::size_t capacity, std::size_t page)
 
 host_backend::~host_backend() {
   for (const auto& [address, size] : segments_) munmap(as_pointer(address), size);
-  for (const auto& [address, r] : ranges_) munmap(as_pointer(address), r.size);
+  ranges_.for_each_range([](std::uint64_t address, std::size_t size) { munmap(as_pointer(address), size); });
 }
 
 std::optional<std::uint64_t> host_backend::do_allocate_segment(std::size_t bytes) {
@@ -66,54 +66,37 @@ std::optional<std::uint64_t> host_backend::do_reserve_range(std::size_t bytes) {
                                     bytes, std::strerror(errno)));
   }
   const auto address = reinterpret_cast<std::uint64_t>(p);
-  ranges_.emplace(address, range{bytes, {}});
+  ranges_.add_range(address, bytes);
   return address;
 }
 
 void host_backend::do_release_range(std::uint64_t address, std::size_t bytes) noexcept {
-  const auto it = ranges_.find(address);
-  if (it == ranges_.end()) return;
+  const std::size_t size = ranges_.range_size(address);
+  if (size == 0) return;
   do_unmap_pages(address, 0, bytes);
-  munmap(as_pointer(address), it->second.size);
-  ranges_.erase(it);
+  munmap(as_pointer(address), size);
+  ranges_.remove_range(address);
 }
 
 bool host_backend::do_map_pages(std::uint64_t address, std::size_t offset, std::size_t bytes) {
-  const auto it = ranges_.find(address);
-  if (it == ranges_.end() || offset + bytes > it->second.size) {
-    throw invalid_argument(fmt::format("host backend: map outside a reserved range at {:#x}", address));
-  }
+  ranges_.check_unmapped(address, offset, bytes);
   if (bytes > capacity_ - used_) return false;
-  auto& mapped = it->second.mapped;
-  const std::size_t first = offset / page_;
-  const std::size_t last = (offset + bytes) / page_;
-  const auto clash = mapped.lower_bound(first);
-  if (clash != mapped.end() && *clash < last) {
-    throw invalid_argument(fmt::format("host backend: page {} of {:#x} is mapped twice", *clash, address));
-  }
   if (mprotect(as_pointer(address + offset), bytes, PROT_READ | PROT_WRITE) != 0) {
     if (errno == ENOMEM) return false;
     throw backend_error(fmt::format("host backend: mprotect failed: {}", std::strerror(errno)));
   }
-  for (std::size_t p = first; p < last; ++p) mapped.insert(mapped.end(), p);
+  ranges_.mark_mapped(address, offset, bytes);
   used_ += bytes;
   return true;
 }
 
 void host_backend::do_unmap_pages(std::uint64_t address, std::size_t offset,
                                   std::size_t bytes) noexcept {
-  const auto it = ranges_.find(address);
-  if (it == ranges_.end()) return;
-  auto& mapped = it->second.mapped;
-  const auto first = mapped.lower_bound(offset / page_);
-  const auto last = mapped.lower_bound((offset + bytes) / page_);
-  for (auto p = first; p != last; ++p) {
-    void* page_address = as_pointer(address + *p * page_);
-    madvise(page_address, page_, MADV_DONTNEED);  // give the memory back
-    mprotect(page_address, page_, PROT_NONE);     // and fault on any later touch
-    used_ -= page_;
-  }
-  mapped.erase(first, last);
+  const std::size_t pages = ranges_.unmark(address, offset, bytes, [this](std::uint64_t page) {
+    madvise(as_pointer(page), page_, MADV_DONTNEED);  // give the memory back
+    mprotect(as_pointer(page), page_, PROT_NONE);     // and fault on any later touch
+  });
+  used_ -= pages * page_;
 }
 
 }  // namespace keel::memory

@@ -11,10 +11,10 @@
 
 #include <cstdint>
 #include <unordered_map>
-#include <set>
 #include <vector>
 
 #include "keel/memory/backend.hpp"
+#include "keel/memory/detail/page_ledger.hpp"
 #include "keel/memory/stream_model.hpp"
 
 namespace keel::memory {
@@ -29,10 +29,6 @@ class host_backend final : public backend {
   stream_model& streams() noexcept { return streams_; }
 
  private:
-  struct range {
-    std::size_t size = 0;
-    std::set<std::size_t> mapped;  // indices of mapped pages
-  };
   std::string_view do_name() const noexcept override { return "host"; }
   std::optional<std::uint64_t> do_allocate_segment(std::size_t bytes) override;
   void do_free_segment(std::uint64_t address, std::size_t bytes) noexcept override;
@@ -53,7 +49,7 @@ class host_backend final : public backend {
   std::size_t page_;
   std::size_t used_ = 0;
   std::unordered_map<std::uint64_t, std::size_t> segments_;
-  std::unordered_map<std::uint64_t, range> ranges_;
+  detail::page_ledger ranges_;
   stream_model streams_;
 };
 

@@ -10,10 +10,10 @@
 #include <cstdint>
 #include <memory>
 #include <unordered_map>
-#include <set>
 #include <vector>
 
 #include "keel/memory/backend.hpp"
+#include "keel/memory/detail/page_ledger.hpp"
 #include "keel/memory/stream_model.hpp"
 
 namespace keel::memory {
@@ -31,10 +31,6 @@ class sim_backend final : public backend {
   std::size_t mapped_bytes() const noexcept { return mapped_; }
 
  private:
-  struct range {
-    std::size_t size = 0;
-    std::set<std::size_t> mapped;  // indices of mapped pages
-  };
   std::string_view do_name() const noexcept override { return "sim"; }
   std::optional<std::uint64_t> do_allocate_segment(std::size_t bytes) override;
   void do_free_segment(std::uint64_t address, std::size_t bytes) noexcept override;
@@ -58,7 +54,7 @@ class sim_backend final : public backend {
   std::uint64_t next_segment_ = 0x7f0000000000ull;
   std::uint64_t next_range_ = 0x200000000000ull;
   std::unordered_map<std::uint64_t, std::size_t> segments_;
-  std::unordered_map<std::uint64_t, range> ranges_;
+  detail::page_ledger ranges_;
   stream_model streams_;
 };
 
