@@ -25,8 +25,8 @@ class engine {
  public:
   virtual ~engine() = default;
   status set_seed(std::uint64_t seed) {
+    // As libcurand: a new seed does not move the position (the stream continues there).
     seed_ = seed;
-    position_ = offset_;
     seed_changed();
     return status::success;
   }

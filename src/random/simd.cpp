@@ -45,14 +45,14 @@ void force_level(level l) noexcept { current().store(std::min(l, cpu_level()), s
     default: return scalar::FN(__VA_ARGS__);            \
   }
 
-void philox_u32(std::uint32_t* out, std::uint64_t p, std::size_t n, philox_key key) {
-  KEEL_DISPATCH(philox_u32, out, p, n, key)
+void philox_u32(std::uint32_t* out, std::uint64_t p, std::size_t n, philox_key key, const std::uint32_t* shift) {
+  KEEL_DISPATCH(philox_u32, out, p, n, key, shift)
 }
-void philox_uniform(float* out, std::uint64_t p, std::size_t n, philox_key key) {
-  KEEL_DISPATCH(philox_uniform, out, p, n, key)
+void philox_uniform(float* out, std::uint64_t p, std::size_t n, philox_key key, const std::uint32_t* shift) {
+  KEEL_DISPATCH(philox_uniform, out, p, n, key, shift)
 }
-void philox_normal(float* out, std::uint64_t p, std::size_t n, philox_key key, float mean, float sd) {
-  KEEL_DISPATCH(philox_normal, out, p, n, key, mean, sd)
+void philox_normal(float* out, std::uint64_t p, std::size_t n, philox_key key, float mean, float sd, const std::uint32_t* shift) {
+  KEEL_DISPATCH(philox_normal, out, p, n, key, mean, sd, shift)
 }
 
 bool has_row_kernels() noexcept { return active_level() != level::scalar; }

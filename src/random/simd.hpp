@@ -19,9 +19,9 @@ level active_level() noexcept;
 void force_level(level l) noexcept;
 
 // Philox outputs for positions [p, p + n).
-void philox_u32(std::uint32_t* out, std::uint64_t p, std::size_t n, philox_key key);
-void philox_uniform(float* out, std::uint64_t p, std::size_t n, philox_key key);
-void philox_normal(float* out, std::uint64_t p, std::size_t n, philox_key key, float mean, float sd);
+void philox_u32(std::uint32_t* out, std::uint64_t p, std::size_t n, philox_key key, const std::uint32_t* shift);
+void philox_uniform(float* out, std::uint64_t p, std::size_t n, philox_key key, const std::uint32_t* shift);
+void philox_normal(float* out, std::uint64_t p, std::size_t n, philox_key key, float mean, float sd, const std::uint32_t* shift);
 
 // The kinds the row kernels of the thread-layout generators vectorize.
 enum class row_kind { u32, uniform, normal };
@@ -42,10 +42,10 @@ void logf16(const float* in, float* out);
 void sincosf16(const float* in, float* s, float* c);
 
 #define KEEL_RANDOM_SIMD_DECLS                                                                   \
-  void philox_u32(std::uint32_t* out, std::uint64_t p, std::size_t n, philox_key key);           \
-  void philox_uniform(float* out, std::uint64_t p, std::size_t n, philox_key key);               \
+  void philox_u32(std::uint32_t* out, std::uint64_t p, std::size_t n, philox_key key, const std::uint32_t* shift);           \
+  void philox_uniform(float* out, std::uint64_t p, std::size_t n, philox_key key, const std::uint32_t* shift);               \
   void philox_normal(float* out, std::uint64_t p, std::size_t n, philox_key key, float mean,     \
-                     float sd);
+                     float sd, const std::uint32_t* shift);
 #define KEEL_RANDOM_VECTOR_DECLS                                                                     \
   void xorwow_rows(xorwow_state* st, std::size_t rows, row_kind kind, void* out, std::size_t stride,  \
                    float mean, float sd);                                                            \

@@ -194,8 +194,10 @@ class thread_engine final : public engine {
     if (order != ordering::pseudo_best && order != ordering::pseudo_default &&
         order != ordering::pseudo_legacy)
       return status::out_of_range;
+    // As libcurand, the position is kept. With the same thread count each thread keeps its
+    // word count; otherwise the counts are re-derived from the position (one word per slot).
+    words_.clear();
     order_ = order;
-    position_ = offset_;
     base_.clear();
     cache_.clear();
     return status::success;
@@ -245,13 +247,24 @@ class thread_engine final : public engine {
         for (std::size_t i = 0; i < lanes; ++i) run_thread(t0 + i, q + o0 + i + rows * t_count);
       }
     });
+    // Words each thread consumed in this call (its slots times the words per slot).
+    for (std::uint64_t t = 0; t < t_count; ++t) {
+      const std::uint64_t first = q + (t + t_count - wrap) % t_count;
+      if (first < q + slots) words_[t] += shape.words * ((q + slots - 1 - first) / t_count + 1);
+    }
     position_ += slots;
     return status::success;
   }
 
  protected:
-  void seed_changed() override { base_.clear(); }
-  void offset_changed() override { cache_.clear(); }
+  void seed_changed() override {
+    base_.clear();
+    cache_.clear();
+  }
+  void offset_changed() override {
+    cache_.clear();
+    words_.clear();
+  }
 
  private:
   void prepare() {
@@ -261,16 +274,23 @@ class thread_engine final : public engine {
       cache_.clear();
     }
     if (!cache_.empty()) return;
-    // The offset counts slots: thread t starts past the ceil((offset - t) / T) words of
-    // its slots before the offset.
     const std::uint64_t t_count = base_.size();
+    if (words_.size() != t_count) {
+      // The offset counts slots: thread t starts past the ceil((offset - t) / T) words of
+      // its slots before the offset (position_ is the offset unless the ordering changed
+      // after generating).
+      words_.assign(t_count, 0);
+      for (std::uint64_t t = 0; t < t_count && t < position_; ++t) words_[t] = (position_ - t - 1) / t_count + 1;
+    }
     cache_ = base_;
-    for (std::uint64_t t = 0; t < t_count && t < offset_; ++t) Core::skip(cache_[t], (offset_ - t - 1) / t_count + 1);
+    for (std::uint64_t t = 0; t < t_count; ++t)
+      if (words_[t] != 0) Core::skip(cache_[t], words_[t]);
   }
 
   ordering order_ = ordering::pseudo_default;
   std::vector<typename Core::state> base_;   // thread t at element 0
   std::vector<typename Core::state> cache_;  // thread t where its next word is
+  std::vector<std::uint64_t> words_;         // words thread t has consumed (offset included)
 };
 
 }  // namespace
