@@ -3,6 +3,7 @@
 // statistical battery.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -43,7 +44,11 @@ struct gen_options {
   std::string out;
 };
 
-void write_values(const gen_options& o, kr::distribution d, const std::vector<unsigned char>& bytes) {
+// Writes values chunk by chunk: `next(buffer, n)` fills the next n values. Large counts are
+// thus streamed (e.g. into dieharder) without holding them all in memory; split calls give
+// the same values as one call, so the output does not depend on the chunk size.
+template <class Next>
+void write_values(const gen_options& o, kr::distribution d, Next&& next) {
   std::ofstream file;
   std::ostream* os = &std::cout;
   if (!o.out.empty()) {
@@ -51,45 +56,54 @@ void write_values(const gen_options& o, kr::distribution d, const std::vector<un
     if (!file) throw keel::io_error(fmt::format("{}: cannot open for writing", o.out));
     os = &file;
   }
-  const std::size_t vs = kr::value_size(d), n = bytes.size() / vs;
-  if (o.format == "bin") {
-    os->write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  } else if (o.format == "npy") {
-    const char* descr = vs == 8 ? "<f8" : (d == kr::distribution::raw || d == kr::distribution::poisson) ? "<u4" : "<f4";
-    std::string header = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': ({},), }}", descr, n);
+  const std::size_t vs = kr::value_size(d);
+  const bool integer = d == kr::distribution::raw || d == kr::distribution::poisson;
+  if (o.format == "npy") {
+    const char* descr = vs == 8 ? "<f8" : integer ? "<u4" : "<f4";
+    std::string header = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': ({},), }}", descr, o.count);
     const std::size_t total = 10 + header.size() + 1;
     header.append((64 - total % 64) % 64, ' ');
     header.push_back('\n');
-    const unsigned short len = static_cast<unsigned short>(header.size());
+    const unsigned char len[2] = {static_cast<unsigned char>(header.size() & 0xff),
+                                  static_cast<unsigned char>(header.size() >> 8)};
     os->write("\x93NUMPY\x01\x00", 8);
-    os->write(reinterpret_cast<const char*>(&len), 2);
+    os->write(reinterpret_cast<const char*>(len), 2);
     os->write(header.data(), static_cast<std::streamsize>(header.size()));
-    os->write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  } else {
-    std::string text;
-    for (std::size_t i = 0; i < n; ++i) {
-      const unsigned char* p = bytes.data() + i * vs;
-      if (vs == 8) {
-        double v;
-        std::memcpy(&v, p, 8);
-        text += fmt::format("{:.17g}\n", v);
-      } else if (d == kr::distribution::raw || d == kr::distribution::poisson) {
-        std::uint32_t v;
-        std::memcpy(&v, p, 4);
-        text += fmt::format("{}\n", v);
-      } else {
-        float v;
-        std::memcpy(&v, p, 4);
-        text += fmt::format("{:.9g}\n", v);
-      }
-      if (text.size() > (1u << 20)) {
-        *os << text;
-        text.clear();
-      }
-    }
-    *os << text;
   }
-  if (!*os) throw keel::io_error("write failed");
+  // Even chunk sizes keep every generator's normals valid (pairs never straddle chunks).
+  constexpr std::size_t k_chunk = std::size_t{1} << 22;
+  std::vector<unsigned char> bytes;
+  for (std::size_t done = 0; done < o.count;) {
+    const std::size_t n = std::min(k_chunk, o.count - done);
+    bytes.resize(n * vs);
+    next(bytes.data(), n);
+    done += n;
+    if (o.format != "txt") {
+      os->write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    } else {
+      std::string text;
+      for (std::size_t i = 0; i < n; ++i) {
+        const unsigned char* p = bytes.data() + i * vs;
+        if (vs == 8) {
+          double v;
+          std::memcpy(&v, p, 8);
+          text += fmt::format("{:.17g}\n", v);
+        } else if (integer) {
+          std::uint32_t v;
+          std::memcpy(&v, p, 4);
+          text += fmt::format("{}\n", v);
+        } else {
+          float v;
+          std::memcpy(&v, p, 4);
+          text += fmt::format("{:.9g}\n", v);
+        }
+      }
+      *os << text;
+    }
+    if (!*os) throw keel::io_error(o.out.empty() ? std::string("write to stdout failed") : o.out + ": write failed");
+  }
+  os->flush();
+  if (!*os) throw keel::io_error(o.out.empty() ? std::string("write to stdout failed") : o.out + ": write failed");
 }
 
 void add_dist_command(CLI::App* group, kr::distribution d) {
@@ -120,9 +134,9 @@ void add_dist_command(CLI::App* group, kr::distribution d) {
     if (order != kr::ordering::pseudo_default) check(g.set_ordering(order), "set ordering");
     check(g.set_seed(o->seed), "set seed");
     check(g.set_offset(o->offset), "set offset");
-    std::vector<unsigned char> bytes(o->count * kr::value_size(d));
-    check(kr::generate(g, d, bytes.data(), o->count, {o->mean, o->stddev, o->lambda}), "generate");
-    write_values(*o, d, bytes);
+    write_values(*o, d, [&](unsigned char* out, std::size_t n) {
+      check(kr::generate(g, d, out, n, {o->mean, o->stddev, o->lambda}), "generate");
+    });
   });
 }
 

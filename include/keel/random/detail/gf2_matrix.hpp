@@ -22,7 +22,11 @@ struct gf2_matrix {
     for (int w = 0; w < N; ++w) {
       std::uint32_t bits = x[w];
       while (bits != 0) {
+#if defined(__CUDA_ARCH__)
+        const int b = __ffs(static_cast<int>(bits)) - 1;
+#else
         const int b = __builtin_ctz(bits);
+#endif
         bits &= bits - 1;
         const vector& c = col[32 * w + b];
         for (int i = 0; i < N; ++i) r[i] ^= c[i];
