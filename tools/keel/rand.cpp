@@ -106,6 +106,11 @@ void write_values(const gen_options& o, kr::distribution d, Next&& next) {
   if (!*os) throw keel::io_error(o.out.empty() ? std::string("write to stdout failed") : o.out + ": write failed");
 }
 
+// Unsigned options would silently wrap "-5" around; refuse it with a plain message.
+const CLI::Validator k_non_negative(
+    [](std::string& value) { return !value.empty() && value[0] == '-' ? std::string("must not be negative") : std::string(); },
+    "N>=0");
+
 void add_dist_command(CLI::App* group, kr::distribution d) {
   auto o = std::make_shared<gen_options>();
   CLI::App* c = group->add_subcommand(std::string(kr::to_string(d)),
@@ -115,7 +120,7 @@ void add_dist_command(CLI::App* group, kr::distribution d) {
   c->add_option("--seed", o->seed, "Seed (curandSetPseudoRandomGeneratorSeed)")->capture_default_str();
   c->add_option("--offset", o->offset, "Offset (curandSetGeneratorOffset)")->capture_default_str();
   c->add_option("--ordering", o->ordering, "default, best, legacy, seeded, dynamic")->capture_default_str();
-  c->add_option("--count", o->count, "Number of values")->capture_default_str();
+  c->add_option("--count", o->count, "Number of values")->check(k_non_negative)->capture_default_str();
   if (d == kr::distribution::poisson) {
     c->add_option("--lambda", o->lambda, "Poisson mean")->capture_default_str();
   } else if (d != kr::distribution::raw && d != kr::distribution::uniform && d != kr::distribution::uniform_double) {
