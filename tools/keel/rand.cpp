@@ -1,11 +1,363 @@
-// `keel rand`: cuRAND-compatible random numbers on CPU, OpenCL and CUDA
+// `keel rand`: cuRAND-compatible random numbers on the CPU (bit for bit libcurand's host
+// generator), their verification against libcurand, a side-by-side benchmark and a
+// statistical battery.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <random>
+#include <thread>
+
 #include "cli.hpp"
+#include "keel/core/error.hpp"
+#include "keel/random/curand_reference.hpp"
+#include "keel/random/generator.hpp"
+#include "keel/random/philox.hpp"
+#include "keel/random/stat_tests.hpp"
+#include "keel/random/verify.hpp"
 
 namespace keel::cli {
+namespace {
+
+namespace kr = keel::random;
+
+void check(kr::status s, const char* what) {
+  if (s == kr::status::success) return;
+  if (s == kr::status::type_error || s == kr::status::out_of_range || s == kr::status::length_not_multiple)
+    throw keel::invalid_argument(fmt::format("{}: {}", what, kr::to_string(s)));
+  throw keel::backend_error(fmt::format("{}: {}", what, kr::to_string(s)));
+}
+
+struct gen_options {
+  std::string generator = "philox4_32_10";
+  std::uint64_t seed = 0;
+  std::uint64_t offset = 0;
+  std::string ordering = "default";
+  std::size_t count = 10;
+  double mean = 0, stddev = 1, lambda = 1;
+  unsigned threads = 0;
+  std::string format = "txt";
+  std::string out;
+};
+
+// Writes values chunk by chunk: `next(buffer, n)` fills the next n values. Large counts are
+// thus streamed (e.g. into dieharder) without holding them all in memory; split calls give
+// the same values as one call, so the output does not depend on the chunk size.
+template <class Next>
+void write_values(const gen_options& o, kr::distribution d, Next&& next) {
+  std::ofstream file;
+  std::ostream* os = &std::cout;
+  if (!o.out.empty()) {
+    file.open(o.out, std::ios::binary);
+    if (!file) throw keel::io_error(fmt::format("{}: cannot open for writing", o.out));
+    os = &file;
+  }
+  const std::size_t vs = kr::value_size(d);
+  const bool integer = d == kr::distribution::raw || d == kr::distribution::poisson;
+  if (o.format == "npy") {
+    const char* descr = vs == 8 ? "<f8" : integer ? "<u4" : "<f4";
+    std::string header = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': ({},), }}", descr, o.count);
+    const std::size_t total = 10 + header.size() + 1;
+    header.append((64 - total % 64) % 64, ' ');
+    header.push_back('\n');
+    const unsigned char len[2] = {static_cast<unsigned char>(header.size() & 0xff),
+                                  static_cast<unsigned char>(header.size() >> 8)};
+    os->write("\x93NUMPY\x01\x00", 8);
+    os->write(reinterpret_cast<const char*>(len), 2);
+    os->write(header.data(), static_cast<std::streamsize>(header.size()));
+  }
+  // Even chunk sizes keep every generator's normals valid (pairs never straddle chunks).
+  constexpr std::size_t k_chunk = std::size_t{1} << 22;
+  std::vector<unsigned char> bytes;
+  for (std::size_t done = 0; done < o.count;) {
+    const std::size_t n = std::min(k_chunk, o.count - done);
+    bytes.resize(n * vs);
+    next(bytes.data(), n);
+    done += n;
+    if (o.format != "txt") {
+      os->write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    } else {
+      std::string text;
+      for (std::size_t i = 0; i < n; ++i) {
+        const unsigned char* p = bytes.data() + i * vs;
+        if (vs == 8) {
+          double v;
+          std::memcpy(&v, p, 8);
+          text += fmt::format("{:.17g}\n", v);
+        } else if (integer) {
+          std::uint32_t v;
+          std::memcpy(&v, p, 4);
+          text += fmt::format("{}\n", v);
+        } else {
+          float v;
+          std::memcpy(&v, p, 4);
+          text += fmt::format("{:.9g}\n", v);
+        }
+      }
+      *os << text;
+    }
+    if (!*os) throw keel::io_error(o.out.empty() ? std::string("write to stdout failed") : o.out + ": write failed");
+  }
+  os->flush();
+  if (!*os) throw keel::io_error(o.out.empty() ? std::string("write to stdout failed") : o.out + ": write failed");
+}
+
+// Unsigned options would silently wrap "-5" around; refuse it with a plain message.
+const CLI::Validator k_non_negative(
+    [](std::string& value) { return !value.empty() && value[0] == '-' ? std::string("must not be negative") : std::string(); },
+    "N>=0");
+
+void add_dist_command(CLI::App* group, kr::distribution d) {
+  auto o = std::make_shared<gen_options>();
+  CLI::App* c = group->add_subcommand(std::string(kr::to_string(d)),
+                                      fmt::format("Generate {} values as libcurand's host generator does", kr::to_string(d)));
+  c->add_option("--generator", o->generator, "philox4_32_10, xorwow, mrg32k3a, mtgp32, mt19937, sobol32, scrambled_sobol32")
+      ->capture_default_str();
+  c->add_option("--seed", o->seed, "Seed (curandSetPseudoRandomGeneratorSeed)")->capture_default_str();
+  c->add_option("--offset", o->offset, "Offset (curandSetGeneratorOffset)")->capture_default_str();
+  c->add_option("--ordering", o->ordering, "default, best, legacy, seeded, dynamic")->capture_default_str();
+  c->add_option("--count", o->count, "Number of values")->check(k_non_negative)->capture_default_str();
+  if (d == kr::distribution::poisson) {
+    c->add_option("--lambda", o->lambda, "Poisson mean")->capture_default_str();
+  } else if (d != kr::distribution::raw && d != kr::distribution::uniform && d != kr::distribution::uniform_double) {
+    c->add_option("--mean", o->mean, "Mean")->capture_default_str();
+    c->add_option("--stddev", o->stddev, "Standard deviation")->capture_default_str();
+  }
+  c->add_option("--threads", o->threads, "Worker threads (0 = all)")->capture_default_str();
+  c->add_option("--format", o->format, "txt, bin (little-endian values back to back) or npy")
+      ->check(CLI::IsMember({"txt", "bin", "npy"}))
+      ->capture_default_str();
+  c->add_option("--out", o->out, "Output file (default stdout)");
+  c->callback([o, d] {
+    kr::generator g(kr::parse_rng_type(o->generator));
+    g.set_threads(o->threads);
+    const kr::ordering order = kr::parse_ordering(o->ordering);
+    if (order != kr::ordering::pseudo_default) check(g.set_ordering(order), "set ordering");
+    check(g.set_seed(o->seed), "set seed");
+    check(g.set_offset(o->offset), "set offset");
+    write_values(*o, d, [&](unsigned char* out, std::size_t n) {
+      check(kr::generate(g, d, out, n, {o->mean, o->stddev, o->lambda}), "generate");
+    });
+  });
+}
+
+// ---- verify -------------------------------------------------------------------------------
+
+struct verify_options {
+  bool full = false, json = false, math = false;
+  std::size_t length = 0;
+  std::string write_golden;
+  std::uint64_t random_seed = 0;
+};
+
+void run_verify(const verify_options& o) {
+  const auto& ref = kr::curand_reference::get();
+  const std::size_t length = o.length ? o.length : (o.full ? (std::size_t{1} << 19) : 6000);
+  const std::uint64_t rseed = o.random_seed ? o.random_seed : (o.full ? std::random_device{}() * 0x9E3779B97F4A7C15ull : 0x5eed5eed12345678ull);
+  nlohmann::json doc;
+  doc["libcurand"] = ref.available() ? nlohmann::json(ref.version()) : nlohmann::json(nullptr);
+  doc["simd"] = kr::simd_level();
+  if (!o.write_golden.empty()) {
+    if (!ref.available()) throw keel::backend_error(ref.description());
+    std::ofstream out(o.write_golden);
+    if (!out) throw keel::io_error(fmt::format("{}: cannot open for writing", o.write_golden));
+    out << "# libcurand " << ref.version() << " host generator answers: name count status fnv1a64 first-values\n";
+    for (const auto& c : kr::standard_cases(length, o.full, rseed)) out << kr::golden_line(c, kr::run_curand(c)) << '\n';
+    if (!o.json) std::cout << "wrote " << o.write_golden << '\n';
+    return;
+  }
+  if (!ref.available()) throw keel::backend_error(ref.description());
+  std::size_t cases = 0, failed = 0, values = 0;
+  nlohmann::json failures = nlohmann::json::array();
+  const auto start = std::chrono::steady_clock::now();
+  for (const auto& c : kr::standard_cases(length, o.full, rseed)) {
+    const auto ours = kr::run_keel(c, 0);
+    const auto theirs = kr::run_curand(c);
+    ++cases;
+    values += c.count();
+    if (const auto m = kr::compare(ours, theirs, kr::value_size(c.dist))) {
+      ++failed;
+      failures.push_back({{"case", c.name()}, {"mismatches", m->count}, {"first", m->first_index},
+                          {"keel_status", static_cast<int>(ours.first_error)},
+                          {"curand_status", static_cast<int>(theirs.first_error)}});
+      if (!o.json) std::cout << fmt::format("MISMATCH {}: {} values, first at {}\n", c.name(), m->count, m->first_index);
+    }
+  }
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  doc["cases"] = cases;
+  doc["values"] = values;
+  doc["failed_cases"] = failed;
+  doc["failures"] = failures;
+  doc["random_seed"] = rseed;
+  doc["seconds"] = secs;
+  if (o.json)
+    print_json(doc);
+  else
+    std::cout << fmt::format("{} cases, {} values, {} failed cases ({:.1f} s, random seed {}, simd {})\n", cases, values,
+                             failed, secs, rseed, kr::simd_level());
+  if (failed) throw keel::backend_error(fmt::format("{} of {} cases differ from libcurand", failed, cases));
+}
+
+// ---- bench --------------------------------------------------------------------------------
+
+struct bench_options {
+  bool json = false;
+  std::size_t count = std::size_t{1} << 26;
+  int repeats = 3;
+};
+
+template <class F>
+double best_seconds(int repeats, F&& f) {
+  double best = 1e300;
+  for (int r = 0; r < repeats; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return best;
+}
+
+void run_bench(const bench_options& o) {
+  const auto& ref = kr::curand_reference::get();
+  const std::pair<kr::rng_type, kr::distribution> cases[] = {
+      {kr::rng_type::philox4_32_10, kr::distribution::raw},    {kr::rng_type::philox4_32_10, kr::distribution::uniform},
+      {kr::rng_type::philox4_32_10, kr::distribution::normal}, {kr::rng_type::xorwow, kr::distribution::raw},
+      {kr::rng_type::xorwow, kr::distribution::uniform},       {kr::rng_type::xorwow, kr::distribution::normal},
+      {kr::rng_type::mrg32k3a, kr::distribution::uniform},     {kr::rng_type::mrg32k3a, kr::distribution::normal},
+  };
+  const unsigned all = std::max(1u, std::thread::hardware_concurrency());
+  std::vector<unsigned char> buf(o.count * 4);
+  nlohmann::json results = nlohmann::json::array();
+  const kr::dist_params params{0.0, 1.0, 1.0};
+  for (const auto& [type, dist] : cases) {
+    double curand_gsps = 0;
+    if (ref.available()) {
+      std::unique_ptr<kr::curand_generator> g;
+      check(ref.create_host_generator(type, g), "curandCreateGeneratorHost");
+      g->set_seed(1234);
+      const double s = best_seconds(o.repeats, [&] { check(kr::generate(*g, dist, buf.data(), o.count, params), "curand"); });
+      curand_gsps = o.count / s * 1e-9;
+    }
+    for (unsigned threads : {1u, all}) {
+      if (threads == all && all == 1 && !results.empty() && results.back()["threads"] == 1) continue;
+      kr::generator g(type);
+      g.set_threads(threads);
+      g.set_seed(1234);
+      const double s = best_seconds(o.repeats, [&] { check(kr::generate(g, dist, buf.data(), o.count, params), "keel"); });
+      const double gsps = o.count / s * 1e-9;
+      results.push_back({{"generator", std::string(kr::to_string(type))},
+                         {"dist", std::string(kr::to_string(dist))},
+                         {"threads", threads},
+                         {"keel_gsps", gsps},
+                         {"curand_gsps", ref.available() ? nlohmann::json(curand_gsps) : nlohmann::json(nullptr)},
+                         {"ratio", ref.available() ? nlohmann::json(gsps / curand_gsps) : nlohmann::json(nullptr)}});
+      if (!o.json)
+        std::cout << fmt::format("{:14} {:8} threads {:2}  keel {:7.3f} G/s  curand {:7.3f} G/s  ratio {:6.2f}\n",
+                                 kr::to_string(type), kr::to_string(dist), threads, gsps, curand_gsps,
+                                 curand_gsps > 0 ? gsps / curand_gsps : 0.0);
+    }
+  }
+  if (o.json)
+    print_json({{"count", o.count}, {"simd", kr::simd_level()}, {"libcurand", ref.available() ? ref.version() : 0},
+                {"results", results}});
+}
+
+// ---- test ---------------------------------------------------------------------------------
+
+void run_stat_tests(bool json, std::size_t n) {
+  kr::generator g(kr::rng_type::philox4_32_10);
+  g.set_seed(20240611);
+  std::vector<float> u(n), z(n);
+  check(g.generate_uniform(u.data(), n), "uniform");
+  check(g.generate_normal(z.data(), n, 0, 1), "normal");
+  std::vector<kr::test_result> results;
+  results.push_back(kr::chi_square_uniform(u, 1000));
+  results.push_back(kr::serial_correlation(u));
+  results.push_back(kr::kolmogorov_smirnov_normal(z));
+  results.push_back(kr::anderson_darling_normal(z));
+  for (auto& r : kr::moments_normal(z)) results.push_back(r);
+  results.push_back(kr::serial_correlation(z));
+
+  // The trap: one LCG per thread seeded with the thread index, against Philox subsequences.
+  const std::size_t streams = 10000, steps = 64;
+  const kr::stream_fn lcg = [](std::uint64_t s, std::size_t k, std::uint32_t* out) {
+    std::uint32_t x = static_cast<std::uint32_t>(s);
+    for (std::size_t i = 0; i < k; ++i) out[i] = x = 1664525u * x + 1013904223u;
+  };
+  const kr::stream_fn philox = [](std::uint64_t s, std::size_t k, std::uint32_t* out) {
+    const kr::philox_key key = kr::philox_key_from_seed(42);
+    for (std::size_t i = 0; i < k; i += 4) {
+      const auto c = kr::philox4x32_10(kr::philox_ctr_of(i / 4, s), key);
+      for (std::size_t j = 0; j < 4 && i + j < k; ++j) out[i + j] = c.v[j];
+    }
+  };
+  const auto lcg_diff = kr::inter_stream_differences(lcg, streams, steps);
+  const auto philox_diff = kr::inter_stream_differences(philox, streams, steps);
+  const auto lcg_corr = kr::inter_stream_correlation(lcg, streams, steps);
+  const auto philox_corr = kr::inter_stream_correlation(philox, streams, steps);
+
+  const double alpha = 1e-4;
+  bool battery_ok = true;
+  for (const auto& r : results) battery_ok = battery_ok && r.p_value > alpha;
+  const bool trap_shown = lcg_diff.p_value < alpha && philox_diff.p_value > alpha;
+  auto row = [](const kr::test_result& r) { return nlohmann::json{{"test", r.name}, {"statistic", r.statistic}, {"p", r.p_value}}; };
+  if (json) {
+    nlohmann::json battery = nlohmann::json::array(), streams_doc;
+    for (const auto& r : results) battery.push_back(row(r));
+    streams_doc["lcg_per_thread_seed"] = {row(lcg_diff), row(lcg_corr)};
+    streams_doc["philox_subsequences"] = {row(philox_diff), row(philox_corr)};
+    print_json({{"samples", n}, {"generator", "philox4_32_10"}, {"alpha", alpha}, {"battery", battery},
+                {"inter_stream", streams_doc}, {"streams", streams}, {"steps", steps},
+                {"battery_pass", battery_ok}, {"lcg_fails_philox_passes", trap_shown}});
+  } else {
+    std::cout << fmt::format("philox4_32_10, {} samples (alpha {}):\n", n, alpha);
+    for (const auto& r : results) std::cout << fmt::format("  {:45} {:12.4f}  p = {:.4g}\n", r.name, r.statistic, r.p_value);
+    std::cout << fmt::format("{} streams seeded 0..{}, {} steps each:\n", streams, streams - 1, steps);
+    for (const auto* r : {&lcg_diff, &lcg_corr})
+      std::cout << fmt::format("  LCG per thread  {:52} {:14.2f}  p = {:.4g}\n", r->name, r->statistic, r->p_value);
+    for (const auto* r : {&philox_diff, &philox_corr})
+      std::cout << fmt::format("  Philox subseq.  {:52} {:14.2f}  p = {:.4g}\n", r->name, r->statistic, r->p_value);
+    std::cout << (battery_ok ? "battery: pass\n" : "battery: FAIL\n")
+              << (trap_shown ? "inter-stream: LCG fails, Philox passes\n" : "inter-stream: unexpected outcome\n");
+  }
+  if (!battery_ok || !trap_shown) throw keel::backend_error("statistical battery failed");
+}
+
+}  // namespace
 
 void add_rand_commands(CLI::App& root) {
   CLI::App* group = root.add_subcommand("rand", "cuRAND-compatible random numbers on CPU, OpenCL and CUDA");
   group->require_subcommand(1);
+  for (auto d : {kr::distribution::raw, kr::distribution::uniform, kr::distribution::uniform_double,
+                 kr::distribution::normal, kr::distribution::normal_double, kr::distribution::log_normal,
+                 kr::distribution::log_normal_double, kr::distribution::poisson})
+    add_dist_command(group, d);
+
+  auto vo = std::make_shared<verify_options>();
+  CLI::App* verify = group->add_subcommand("verify", "Compare keel with libcurand's host generator bit for bit");
+  verify->add_flag("--full", vo->full, "Every seed x offset x split (>= 16M values per generator x distribution x ordering)");
+  verify->add_option("--length", vo->length, "Values per case (default 6000, --full 524288)");
+  verify->add_option("--random-seed", vo->random_seed, "The 'random' seed of the matrix (default: fixed, --full: fresh)");
+  verify->add_option("--write-golden", vo->write_golden, "Write libcurand's answers for the matrix to FILE");
+  add_json_flag(verify, vo->json);
+  verify->callback([vo] { run_verify(*vo); });
+
+  auto bo = std::make_shared<bench_options>();
+  CLI::App* bench = group->add_subcommand("bench", "keel vs libcurand host generator, side by side");
+  bench->add_option("--count", bo->count, "Values per (generator, distribution)")->capture_default_str();
+  bench->add_option("--repeats", bo->repeats, "Best of N runs")->capture_default_str();
+  add_json_flag(bench, bo->json);
+  bench->callback([bo] { run_bench(*bo); });
+
+  auto to = std::make_shared<std::pair<bool, std::size_t>>(false, std::size_t{1} << 20);
+  CLI::App* test = group->add_subcommand("test", "Statistical battery and the per-thread-LCG inter-stream trap");
+  test->add_option("--samples", to->second, "Samples per distribution")->capture_default_str();
+  add_json_flag(test, to->first);
+  test->callback([to] { run_stat_tests(to->first, to->second); });
 }
 
 }  // namespace keel::cli

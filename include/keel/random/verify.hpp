@@ -1,0 +1,101 @@
+// keel::random verification against libcurand: a named case (generator, ordering,
+// distribution, seed, offset, split of calls) is run through keel and through libcurand's
+// host generator and the bytes compared; golden files record libcurand's answers (FNV-1a
+// hash of all output bytes plus the first values) so the comparison also runs where
+// libcurand is absent. Used by the tests, `keel rand verify` and `keel rand bench`.
+// Free functions, no shared state apart from curand_reference::get().
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "keel/random/generator.hpp"
+#include "keel/random/status.hpp"
+
+namespace keel::random {
+
+enum class distribution { raw, uniform, uniform_double, normal, normal_double, log_normal, log_normal_double, poisson };
+
+std::string_view to_string(distribution d) noexcept;
+// Parses the CLI names: raw, uniform, uniform-double, normal, normal-double, log-normal,
+// log-normal-double, poisson. Throws keel::invalid_argument otherwise.
+distribution parse_distribution(std::string_view name);
+// philox4_32_10, xorwow, mrg32k3a, mtgp32, mt19937, sobol32, scrambled_sobol32.
+rng_type parse_rng_type(std::string_view name);
+// default, best, legacy, seeded, dynamic.
+ordering parse_ordering(std::string_view name);
+// Bytes per value of a distribution's output (4 or 8).
+std::size_t value_size(distribution d) noexcept;
+
+struct dist_params {
+  double mean = 0.0;
+  double stddev = 1.0;
+  double lambda = 1.0;
+};
+
+// One generate call on either implementation (G is generator or curand_generator).
+template <class G>
+status generate(G& g, distribution d, void* out, std::size_t n, const dist_params& p) {
+  switch (d) {
+    case distribution::raw: return g.generate(static_cast<std::uint32_t*>(out), n);
+    case distribution::uniform: return g.generate_uniform(static_cast<float*>(out), n);
+    case distribution::uniform_double: return g.generate_uniform_double(static_cast<double*>(out), n);
+    case distribution::normal:
+      return g.generate_normal(static_cast<float*>(out), n, static_cast<float>(p.mean), static_cast<float>(p.stddev));
+    case distribution::normal_double: return g.generate_normal_double(static_cast<double*>(out), n, p.mean, p.stddev);
+    case distribution::log_normal:
+      return g.generate_log_normal(static_cast<float*>(out), n, static_cast<float>(p.mean),
+                                   static_cast<float>(p.stddev));
+    case distribution::log_normal_double:
+      return g.generate_log_normal_double(static_cast<double*>(out), n, p.mean, p.stddev);
+    case distribution::poisson: return g.generate_poisson(static_cast<std::uint32_t*>(out), n, p.lambda);
+  }
+  return status::internal_error;
+}
+
+struct verify_case {
+  rng_type type = rng_type::philox4_32_10;
+  ordering order = ordering::pseudo_default;
+  distribution dist = distribution::raw;
+  std::uint64_t seed = 0;
+  std::uint64_t offset = 0;
+  std::vector<std::size_t> calls;  // lengths of consecutive generate calls
+  dist_params params;
+
+  std::size_t count() const;
+  // A stable identifier, e.g. "philox4_32_10/default/normal/seed=42/offset=3/calls=1000+24".
+  std::string name() const;
+};
+
+struct run_output {
+  status first_error = status::success;  // the first non-success status of the calls
+  std::vector<unsigned char> bytes;      // all outputs back to back
+};
+
+run_output run_keel(const verify_case& c, unsigned threads = 1);
+// Requires curand_reference::get().available().
+run_output run_curand(const verify_case& c);
+
+std::uint64_t fnv1a64(const unsigned char* data, std::size_t n) noexcept;
+
+// Where two outputs first differ and how many values differ; nullopt when identical.
+struct mismatch {
+  std::size_t first_index;
+  std::size_t count;
+};
+std::optional<mismatch> compare(const run_output& a, const run_output& b, std::size_t value_bytes);
+
+// The cases of the bit-exactness matrix: every implemented generator x distribution x
+// ordering, seeds {0, 42, 1234, 2^64-1, random_seed}, offsets {0, 1, 3, 1000003}, single and
+// split calls, `length` values each. `full` takes every combination; otherwise a slice that
+// still covers each generator x distribution x ordering.
+std::vector<verify_case> standard_cases(std::size_t length, bool full, std::uint64_t random_seed);
+
+// Golden files: one line per case, "name count status hash first-values-hex".
+std::string golden_line(const verify_case& c, const run_output& out);
+
+}  // namespace keel::random

@@ -1,0 +1,57 @@
+// Internal: the engine behind keel::random::generator. One engine per generator type; the
+// generator forwards the cuRAND API to it. Not a public header.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+
+#include "keel/random/status.hpp"
+
+namespace keel::random::detail {
+
+enum class kind { u32, uniform, uniform_double, normal, normal_double, log_normal, log_normal_double };
+
+struct request {
+  kind what;
+  void* out;
+  std::size_t n;
+  double mean;
+  double stddev;
+  unsigned threads;  // resolved worker count, >= 1
+};
+
+class engine {
+ public:
+  virtual ~engine() = default;
+  status set_seed(std::uint64_t seed) {
+    // As libcurand: a new seed does not move the position (the stream continues there).
+    seed_ = seed;
+    seed_changed();
+    return status::success;
+  }
+  status set_offset(std::uint64_t offset) {
+    offset_ = offset;
+    position_ = offset;
+    offset_changed();
+    return status::success;
+  }
+  virtual status set_ordering(ordering order) = 0;
+  virtual status generate(const request& r) = 0;
+
+ protected:
+  virtual void seed_changed() {}
+  virtual void offset_changed() {}
+  std::uint64_t seed_ = 0;
+  std::uint64_t offset_ = 0;
+  std::uint64_t position_ = 0;  // cuRAND's running position (offset + slots generated)
+};
+
+// Runs fn(begin, end) over [0, items) split into `workers` contiguous parts (inline when 1).
+void parallel_for(std::size_t items, unsigned workers,
+                  const std::function<void(std::size_t, std::size_t)>& fn);
+
+// Workers worth using for `n` outputs: 1 below a threshold, else `threads`.
+unsigned workers_for(std::size_t n, unsigned threads);
+
+}  // namespace keel::random::detail

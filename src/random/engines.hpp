@@ -1,0 +1,14 @@
+// Internal: factories of the engines behind keel::random::generator.
+#pragma once
+
+#include <memory>
+
+#include "engine.hpp"
+
+namespace keel::random::detail {
+
+std::unique_ptr<engine> make_philox_engine();
+std::unique_ptr<engine> make_xorwow_engine();
+std::unique_ptr<engine> make_mrg32k3a_engine();
+
+}  // namespace keel::random::detail

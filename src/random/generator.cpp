@@ -1,0 +1,175 @@
+#include "keel/random/generator.hpp"
+
+#include <algorithm>
+#include <thread>
+#include <vector>
+
+#include "engines.hpp"
+#include "keel/core/error.hpp"
+#include "simd.hpp"
+
+namespace keel::random {
+
+namespace detail {
+
+void parallel_for(std::size_t items, unsigned workers,
+                  const std::function<void(std::size_t, std::size_t)>& fn) {
+  workers = static_cast<unsigned>(std::min<std::size_t>(workers, items));
+  if (workers <= 1) {
+    if (items > 0) fn(0, items);
+    return;
+  }
+  std::vector<std::thread> pool;
+  pool.reserve(workers - 1);
+  const std::size_t per = items / workers, extra = items % workers;
+  std::size_t begin = 0;
+  for (unsigned w = 0; w < workers; ++w) {
+    const std::size_t end = begin + per + (w < extra ? 1 : 0);
+    if (w + 1 == workers)
+      fn(begin, end);
+    else
+      pool.emplace_back(fn, begin, end);
+    begin = end;
+  }
+  for (auto& t : pool) t.join();
+}
+
+unsigned workers_for(std::size_t n, unsigned threads) {
+  constexpr std::size_t k_min_per_worker = std::size_t{1} << 18;
+  if (threads <= 1 || n < 2 * k_min_per_worker) return 1;
+  return static_cast<unsigned>(std::min<std::size_t>(threads, n / k_min_per_worker));
+}
+
+}  // namespace detail
+
+namespace {
+
+std::unique_ptr<detail::engine> make_engine(rng_type type) {
+  switch (type) {
+    case rng_type::pseudo_default:
+    case rng_type::xorwow:
+      return detail::make_xorwow_engine();
+    case rng_type::mrg32k3a:
+      return detail::make_mrg32k3a_engine();
+    case rng_type::philox4_32_10:
+      return detail::make_philox_engine();
+    default:
+      return nullptr;
+  }
+}
+
+unsigned resolve_threads(unsigned threads) {
+  if (threads != 0) return threads;
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+}  // namespace
+
+generator::generator(rng_type type) : type_(type), engine_(make_engine(type)) {
+  if (!engine_) throw invalid_argument("keel::random: generator type " + std::string(to_string(type)) +
+                                       " is not implemented");
+}
+generator::~generator() = default;
+generator::generator(generator&&) noexcept = default;
+generator& generator::operator=(generator&&) noexcept = default;
+
+status generator::create(rng_type type, std::unique_ptr<generator>& out) {
+  if (!make_engine(type)) return status::type_error;
+  out = std::make_unique<generator>(type);
+  return status::success;
+}
+
+status generator::set_seed(std::uint64_t seed) { return engine_->set_seed(seed); }
+status generator::set_offset(std::uint64_t offset) { return engine_->set_offset(offset); }
+status generator::set_ordering(ordering order) { return engine_->set_ordering(order); }
+status generator::set_dimensions(std::uint32_t) { return status::type_error; }
+
+#define KEEL_RANDOM_REQUEST(KIND, OUT, N, MEAN, SD) \
+  engine_->generate(detail::request{detail::kind::KIND, OUT, N, MEAN, SD, resolve_threads(threads_)})
+
+status generator::generate(std::uint32_t* out, std::size_t n) { return KEEL_RANDOM_REQUEST(u32, out, n, 0, 1); }
+status generator::generate_uniform(float* out, std::size_t n) { return KEEL_RANDOM_REQUEST(uniform, out, n, 0, 1); }
+status generator::generate_uniform_double(double* out, std::size_t n) {
+  return KEEL_RANDOM_REQUEST(uniform_double, out, n, 0, 1);
+}
+status generator::generate_normal(float* out, std::size_t n, float mean, float stddev) {
+  return KEEL_RANDOM_REQUEST(normal, out, n, mean, stddev);
+}
+status generator::generate_normal_double(double* out, std::size_t n, double mean, double stddev) {
+  return KEEL_RANDOM_REQUEST(normal_double, out, n, mean, stddev);
+}
+status generator::generate_log_normal(float* out, std::size_t n, float mean, float stddev) {
+  return KEEL_RANDOM_REQUEST(log_normal, out, n, mean, stddev);
+}
+status generator::generate_log_normal_double(double* out, std::size_t n, double mean, double stddev) {
+  return KEEL_RANDOM_REQUEST(log_normal_double, out, n, mean, stddev);
+}
+#undef KEEL_RANDOM_REQUEST
+
+status generator::generate_poisson(std::uint32_t*, std::size_t, double lambda) {
+  if (lambda <= 0) return status::out_of_range;
+  // cuRAND's host Poisson path (histogram / rejection selection by lambda) is not
+  // reproduced yet.
+  return status::type_error;
+}
+
+const char* simd_level() noexcept {
+  switch (detail::simd::active_level()) {
+    case detail::simd::level::avx512:
+      return "avx512";
+    case detail::simd::level::avx2:
+      return "avx2";
+    default:
+      return "scalar";
+  }
+}
+
+std::string_view to_string(status s) noexcept {
+  switch (s) {
+    case status::success: return "CURAND_STATUS_SUCCESS";
+    case status::version_mismatch: return "CURAND_STATUS_VERSION_MISMATCH";
+    case status::not_initialized: return "CURAND_STATUS_NOT_INITIALIZED";
+    case status::allocation_failed: return "CURAND_STATUS_ALLOCATION_FAILED";
+    case status::type_error: return "CURAND_STATUS_TYPE_ERROR";
+    case status::out_of_range: return "CURAND_STATUS_OUT_OF_RANGE";
+    case status::length_not_multiple: return "CURAND_STATUS_LENGTH_NOT_MULTIPLE";
+    case status::double_precision_required: return "CURAND_STATUS_DOUBLE_PRECISION_REQUIRED";
+    case status::launch_failure: return "CURAND_STATUS_LAUNCH_FAILURE";
+    case status::preexisting_failure: return "CURAND_STATUS_PREEXISTING_FAILURE";
+    case status::initialization_failed: return "CURAND_STATUS_INITIALIZATION_FAILED";
+    case status::arch_mismatch: return "CURAND_STATUS_ARCH_MISMATCH";
+    case status::internal_error: return "CURAND_STATUS_INTERNAL_ERROR";
+  }
+  return "unknown status";
+}
+
+std::string_view to_string(rng_type t) noexcept {
+  switch (t) {
+    case rng_type::pseudo_default: return "pseudo_default";
+    case rng_type::xorwow: return "xorwow";
+    case rng_type::mrg32k3a: return "mrg32k3a";
+    case rng_type::mtgp32: return "mtgp32";
+    case rng_type::mt19937: return "mt19937";
+    case rng_type::philox4_32_10: return "philox4_32_10";
+    case rng_type::quasi_default: return "quasi_default";
+    case rng_type::sobol32: return "sobol32";
+    case rng_type::scrambled_sobol32: return "scrambled_sobol32";
+    case rng_type::sobol64: return "sobol64";
+    case rng_type::scrambled_sobol64: return "scrambled_sobol64";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(ordering o) noexcept {
+  switch (o) {
+    case ordering::pseudo_best: return "best";
+    case ordering::pseudo_default: return "default";
+    case ordering::pseudo_seeded: return "seeded";
+    case ordering::pseudo_legacy: return "legacy";
+    case ordering::pseudo_dynamic: return "dynamic";
+    case ordering::quasi_default: return "quasi_default";
+  }
+  return "unknown";
+}
+
+}  // namespace keel::random

@@ -1,0 +1,2 @@
+#define KEEL_SIMD_NS avx2
+#include "simd_kernels.inc"

@@ -1,0 +1,2 @@
+#define KEEL_SIMD_NS avx512
+#include "simd_kernels.inc"

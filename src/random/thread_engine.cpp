@@ -1,0 +1,301 @@
+// XORWOW and MRG32k3a engines. cuRAND's host generator runs T "threads" (T = 4096 for XORWOW,
+// 81920 for MRG32k3a BEST/DEFAULT, 4096 for LEGACY); thread t starts at subsequence t of
+// the seed's stream. The running position q counts "slots": output slot s belongs to
+// thread s mod T and consumes that thread's w consecutive words starting at element
+// w * floor(s / T), where w is 1 for 32-bit and uniform outputs, 2 for a Box-Muller pair
+// (two outputs per slot) and so on (see slot_shape). Each call is therefore a pure function
+// of (seed, q, kind, n); the engine caches each thread's state where the last call left it
+// so that consecutive calls step instead of jumping.
+#include <cmath>
+#include <vector>
+
+#include "engines.hpp"
+#include "glibc_math.hpp"
+#include "keel/random/distributions.hpp"
+#include "keel/random/mrg32k3a.hpp"
+#include "keel/random/xorwow.hpp"
+#include "simd.hpp"
+
+namespace keel::random::detail {
+namespace {
+
+struct slot_shape {
+  unsigned words;    // words of the thread's stream per slot
+  unsigned outputs;  // outputs written per slot
+};
+
+struct xorwow_core {
+  using state = xorwow_state;
+  static std::uint32_t next(state& s) { return xorwow_next(s); }
+  static unsigned thread_count(ordering) { return 4096; }
+  static void base_states(std::uint64_t seed, std::vector<state>& base) {
+    state s = xorwow_seed(seed);
+    const auto& jump = xorwow_jumps().jump[k_xorwow_subsequence_log2];
+    for (auto& b : base) {
+      b = s;
+      detail::xorwow_apply(s, jump);
+    }
+  }
+  static void skip(state& s, std::uint64_t n) {
+    if (n <= 16)
+      for (; n > 0; --n) xorwow_next(s);
+    else
+      xorwow_skipahead(s, n);
+  }
+  static void rows(state* st, std::size_t rows, simd::row_kind k, void* out, std::size_t stride, float mean,
+                   float sd) {
+    simd::xorwow_rows(st, rows, k, out, stride, mean, sd);
+  }
+  static slot_shape shape(kind k) {
+    switch (k) {
+      case kind::u32:
+      case kind::uniform:
+        return {1, 1};
+      case kind::uniform_double:
+        return {2, 1};
+      case kind::normal:
+      case kind::log_normal:
+        return {2, 2};
+      case kind::normal_double:
+      case kind::log_normal_double:
+        return {4, 2};
+    }
+    return {1, 1};
+  }
+  static void emit(const request& r, std::size_t i, const std::uint32_t* w) {
+    const float mean = static_cast<float>(r.mean), sd = static_cast<float>(r.stddev);
+    switch (r.what) {
+      case kind::u32:
+        static_cast<std::uint32_t*>(r.out)[i] = w[0];
+        return;
+      case kind::uniform:
+        static_cast<float*>(r.out)[i] = uniform_float(w[0]);
+        return;
+      case kind::uniform_double:
+        static_cast<double*>(r.out)[i] = uniform_double(w[0], w[1]);
+        return;
+      case kind::normal: {
+        const float_pair z = box_muller<glibc_math>(w[0], w[1]);
+        float* o = static_cast<float*>(r.out) + 2 * i;
+        o[0] = z.x * sd + mean;
+        o[1] = z.y * sd + mean;
+        return;
+      }
+      case kind::log_normal: {
+        const float_pair z = box_muller<glibc_math>(w[0], w[1]);
+        float* o = static_cast<float*>(r.out) + 2 * i;
+        o[0] = ::expf(mean + sd * z.x);
+        o[1] = ::expf(mean + sd * z.y);
+        return;
+      }
+      case kind::normal_double: {
+        const double_pair z = box_muller_double<glibc_math>(w[0], w[1], w[2], w[3]);
+        double* o = static_cast<double*>(r.out) + 2 * i;
+        o[0] = z.x * r.stddev + r.mean;
+        o[1] = z.y * r.stddev + r.mean;
+        return;
+      }
+      case kind::log_normal_double: {
+        const double_pair z = box_muller_double<glibc_math>(w[0], w[1], w[2], w[3]);
+        double* o = static_cast<double*>(r.out) + 2 * i;
+        o[0] = ::exp(r.mean + r.stddev * z.x);
+        o[1] = ::exp(r.mean + r.stddev * z.y);
+        return;
+      }
+    }
+  }
+};
+
+struct mrg_core {
+  using state = mrg32k3a_state;
+  static std::uint32_t next(state& s) { return mrg32k3a_next(s); }
+  static unsigned thread_count(ordering o) { return o == ordering::pseudo_legacy ? 4096 : 81920; }
+  static void base_states(std::uint64_t seed, std::vector<state>& base) {
+    state s = mrg32k3a_seed(seed);
+    const mrg_matrix j1 = k_mrg_a1.pow2_times(k_mrg_subsequence_log2, 1);
+    const mrg_matrix j2 = k_mrg_a2.pow2_times(k_mrg_subsequence_log2, 1);
+    for (auto& b : base) {
+      b = s;
+      j1.apply(s.s1);
+      j2.apply(s.s2);
+    }
+  }
+  static void skip(state& s, std::uint64_t n) { mrg32k3a_skipahead(s, n); }
+  static void rows(state* st, std::size_t rows, simd::row_kind k, void* out, std::size_t stride, float mean,
+                   float sd) {
+    simd::mrg32k3a_rows(st, rows, k, out, stride, mean, sd);
+  }
+  static slot_shape shape(kind k) {
+    switch (k) {
+      case kind::normal:
+      case kind::log_normal:
+      case kind::normal_double:
+      case kind::log_normal_double:
+        return {2, 2};
+      default:
+        return {1, 1};
+    }
+  }
+  static void emit(const request& r, std::size_t i, const std::uint32_t* w) {
+    const float mean = static_cast<float>(r.mean), sd = static_cast<float>(r.stddev);
+    switch (r.what) {
+      case kind::u32:
+        static_cast<std::uint32_t*>(r.out)[i] = mrg32k3a_bits(w[0]);
+        return;
+      case kind::uniform:
+        static_cast<float*>(r.out)[i] = mrg32k3a_uniform(w[0]);
+        return;
+      case kind::uniform_double:
+        static_cast<double*>(r.out)[i] = mrg32k3a_uniform_double(w[0]);
+        return;
+      case kind::normal:
+      case kind::log_normal: {
+        const float x = mrg32k3a_uniform(w[0]);
+        const float y = mrg32k3a_uniform(w[1]) * 6.2831855f;
+        const float s = ::sqrtf(-2.0f * ::logf(x));
+        float sv, cv;
+        ::sincosf(y, &sv, &cv);
+        sv *= s;
+        cv *= s;
+        float* o = static_cast<float*>(r.out) + 2 * i;
+        if (r.what == kind::normal) {
+          o[0] = sv * sd + mean;
+          o[1] = cv * sd + mean;
+        } else {
+          o[0] = ::expf(mean + sd * sv);
+          o[1] = ::expf(mean + sd * cv);
+        }
+        return;
+      }
+      case kind::normal_double:
+      case kind::log_normal_double: {
+        const double x = mrg32k3a_uniform_double(w[0]);
+        const double y = mrg32k3a_uniform_double(w[1]) * 2.0;
+        const double s = ::sqrt(-2.0 * ::log(x));
+        const double sv = ::sin(y * k_pi_double) * s, cv = ::cos(y * k_pi_double) * s;
+        double* o = static_cast<double*>(r.out) + 2 * i;
+        if (r.what == kind::normal_double) {
+          o[0] = sv * r.stddev + r.mean;
+          o[1] = cv * r.stddev + r.mean;
+        } else {
+          o[0] = ::exp(r.mean + r.stddev * sv);
+          o[1] = ::exp(r.mean + r.stddev * cv);
+        }
+        return;
+      }
+    }
+  }
+};
+
+template <class Core>
+class thread_engine final : public engine {
+ public:
+  status set_ordering(ordering order) override {
+    if (order != ordering::pseudo_best && order != ordering::pseudo_default &&
+        order != ordering::pseudo_legacy)
+      return status::out_of_range;
+    // As libcurand, the position is kept. With the same thread count each thread keeps its
+    // word count; otherwise the counts are re-derived from the position (one word per slot).
+    words_.clear();
+    order_ = order;
+    base_.clear();
+    cache_.clear();
+    return status::success;
+  }
+
+  status generate(const request& r) override {
+    const slot_shape shape = Core::shape(r.what);
+    if (r.n % shape.outputs != 0) return status::length_not_multiple;
+    const std::size_t slots = r.n / shape.outputs;
+    if (slots == 0) return status::success;
+    prepare();
+    const std::uint64_t q = position_;
+    const unsigned t_count = static_cast<unsigned>(base_.size());
+    const unsigned workers = workers_for(r.n, r.threads);
+    const bool vector = simd::has_row_kernels() &&
+                        (r.what == kind::u32 || r.what == kind::uniform || r.what == kind::normal);
+    const simd::row_kind rk = r.what == kind::u32       ? simd::row_kind::u32
+                              : r.what == kind::uniform ? simd::row_kind::uniform
+                                                        : simd::row_kind::normal;
+    const std::uint64_t wrap = q % t_count;
+    // Slots of thread t from slot s on, one thread at a time.
+    auto run_thread = [&](std::size_t t, std::uint64_t s) {
+      std::uint32_t w[4];
+      typename Core::state st = cache_[t];
+      for (; s < q + slots; s += t_count) {
+        for (unsigned k = 0; k < shape.words; ++k) w[k] = Core::next(st);
+        Core::emit(r, static_cast<std::size_t>(s - q), w);
+      }
+      cache_[t] = st;
+    };
+    auto first_slot = [&](std::size_t t) { return q + (t + t_count - wrap) % t_count; };
+    constexpr std::size_t lanes = simd::k_row_lanes;
+    // Workers take whole lane blocks, so the split never changes which path a thread takes.
+    parallel_for(t_count / lanes, workers, [&](std::size_t bb, std::size_t be) {
+      for (std::size_t t0 = bb * lanes; t0 < be * lanes; t0 += lanes) {
+        // A block is vectorized when its first slots are consecutive (the wrap point of the
+        // position is not inside it): lane i's slot j is then o0 + i + j * T.
+        if (!vector || (wrap > t0 && wrap < t0 + lanes)) {
+          for (std::size_t t = t0; t < t0 + lanes; ++t) run_thread(t, first_slot(t));
+          continue;
+        }
+        const std::uint64_t o0 = first_slot(t0) - q;
+        const std::uint64_t rows = o0 + lanes <= slots ? (slots - o0 - lanes) / t_count + 1 : 0;
+        if (rows > 0)
+          Core::rows(&cache_[t0], rows, rk, static_cast<char*>(r.out) + o0 * shape.outputs * 4, t_count,
+                     static_cast<float>(r.mean), static_cast<float>(r.stddev));
+        for (std::size_t i = 0; i < lanes; ++i) run_thread(t0 + i, q + o0 + i + rows * t_count);
+      }
+    });
+    // Words each thread consumed in this call (its slots times the words per slot).
+    for (std::uint64_t t = 0; t < t_count; ++t) {
+      const std::uint64_t first = q + (t + t_count - wrap) % t_count;
+      if (first < q + slots) words_[t] += shape.words * ((q + slots - 1 - first) / t_count + 1);
+    }
+    position_ += slots;
+    return status::success;
+  }
+
+ protected:
+  void seed_changed() override {
+    base_.clear();
+    cache_.clear();
+  }
+  void offset_changed() override {
+    cache_.clear();
+    words_.clear();
+  }
+
+ private:
+  void prepare() {
+    if (base_.empty()) {
+      base_.resize(Core::thread_count(order_));
+      Core::base_states(seed_, base_);
+      cache_.clear();
+    }
+    if (!cache_.empty()) return;
+    const std::uint64_t t_count = base_.size();
+    if (words_.size() != t_count) {
+      // The offset counts slots: thread t starts past the ceil((offset - t) / T) words of
+      // its slots before the offset (position_ is the offset unless the ordering changed
+      // after generating).
+      words_.assign(t_count, 0);
+      for (std::uint64_t t = 0; t < t_count && t < position_; ++t) words_[t] = (position_ - t - 1) / t_count + 1;
+    }
+    cache_ = base_;
+    for (std::uint64_t t = 0; t < t_count; ++t)
+      if (words_[t] != 0) Core::skip(cache_[t], words_[t]);
+  }
+
+  ordering order_ = ordering::pseudo_default;
+  std::vector<typename Core::state> base_;   // thread t at element 0
+  std::vector<typename Core::state> cache_;  // thread t where its next word is
+  std::vector<std::uint64_t> words_;         // words thread t has consumed (offset included)
+};
+
+}  // namespace
+
+std::unique_ptr<engine> make_xorwow_engine() { return std::make_unique<thread_engine<xorwow_core>>(); }
+std::unique_ptr<engine> make_mrg32k3a_engine() { return std::make_unique<thread_engine<mrg_core>>(); }
+
+}  // namespace keel::random::detail

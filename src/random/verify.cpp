@@ -1,0 +1,197 @@
+#include "keel/random/verify.hpp"
+
+#include <cstring>
+#include <sstream>
+
+#include "keel/core/error.hpp"
+#include "keel/random/curand_reference.hpp"
+
+namespace keel::random {
+
+std::string_view to_string(distribution d) noexcept {
+  switch (d) {
+    case distribution::raw: return "raw";
+    case distribution::uniform: return "uniform";
+    case distribution::uniform_double: return "uniform-double";
+    case distribution::normal: return "normal";
+    case distribution::normal_double: return "normal-double";
+    case distribution::log_normal: return "log-normal";
+    case distribution::log_normal_double: return "log-normal-double";
+    case distribution::poisson: return "poisson";
+  }
+  return "unknown";
+}
+
+distribution parse_distribution(std::string_view name) {
+  for (auto d : {distribution::raw, distribution::uniform, distribution::uniform_double, distribution::normal,
+                 distribution::normal_double, distribution::log_normal, distribution::log_normal_double,
+                 distribution::poisson})
+    if (name == to_string(d)) return d;
+  throw invalid_argument("unknown distribution '" + std::string(name) +
+                         "' (raw, uniform, uniform-double, normal, normal-double, log-normal, "
+                         "log-normal-double, poisson)");
+}
+
+rng_type parse_rng_type(std::string_view name) {
+  for (auto t : {rng_type::philox4_32_10, rng_type::xorwow, rng_type::mrg32k3a, rng_type::mtgp32,
+                 rng_type::mt19937, rng_type::sobol32, rng_type::scrambled_sobol32})
+    if (name == to_string(t)) return t;
+  throw invalid_argument("unknown generator '" + std::string(name) +
+                         "' (philox4_32_10, xorwow, mrg32k3a, mtgp32, mt19937, sobol32, scrambled_sobol32)");
+}
+
+ordering parse_ordering(std::string_view name) {
+  for (auto o : {ordering::pseudo_default, ordering::pseudo_best, ordering::pseudo_legacy, ordering::pseudo_seeded,
+                 ordering::pseudo_dynamic})
+    if (name == to_string(o)) return o;
+  throw invalid_argument("unknown ordering '" + std::string(name) + "' (default, best, legacy, seeded, dynamic)");
+}
+
+std::size_t value_size(distribution d) noexcept {
+  switch (d) {
+    case distribution::uniform_double:
+    case distribution::normal_double:
+    case distribution::log_normal_double:
+      return 8;
+    default:
+      return 4;
+  }
+}
+
+std::size_t verify_case::count() const {
+  std::size_t n = 0;
+  for (auto c : calls) n += c;
+  return n;
+}
+
+std::string verify_case::name() const {
+  std::ostringstream s;
+  s << to_string(type) << '/' << to_string(order) << '/' << to_string(dist) << "/seed=" << seed
+    << "/offset=" << offset << "/calls=";
+  for (std::size_t i = 0; i < calls.size(); ++i) s << (i ? "+" : "") << calls[i];
+  if (dist == distribution::poisson)
+    s << "/lambda=" << params.lambda;
+  else if (dist != distribution::raw && dist != distribution::uniform && dist != distribution::uniform_double)
+    s << "/mean=" << params.mean << "/sd=" << params.stddev;
+  return s.str();
+}
+
+namespace {
+template <class G>
+run_output run_with(G& g, const verify_case& c) {
+  run_output out;
+  const std::size_t vs = value_size(c.dist);
+  out.bytes.assign(c.count() * vs, 0);
+  auto note = [&](status s) {
+    if (s != status::success && out.first_error == status::success) out.first_error = s;
+  };
+  if (c.order != ordering::pseudo_default) note(g.set_ordering(c.order));
+  note(g.set_seed(c.seed));
+  note(g.set_offset(c.offset));
+  std::size_t at = 0;
+  for (auto n : c.calls) {
+    note(generate(g, c.dist, out.bytes.data() + at * vs, n, c.params));
+    at += n;
+  }
+  return out;
+}
+}  // namespace
+
+run_output run_keel(const verify_case& c, unsigned threads) {
+  std::unique_ptr<generator> g;
+  if (const status s = generator::create(c.type, g); s != status::success) return run_output{s, {}};
+  g->set_threads(threads);
+  return run_with(*g, c);
+}
+
+run_output run_curand(const verify_case& c) {
+  std::unique_ptr<curand_generator> g;
+  if (const status s = curand_reference::get().create_host_generator(c.type, g); s != status::success)
+    return run_output{s, {}};
+  return run_with(*g, c);
+}
+
+std::uint64_t fnv1a64(const unsigned char* data, std::size_t n) noexcept {
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  for (std::size_t i = 0; i < n; ++i) {
+    h ^= data[i];
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+std::optional<mismatch> compare(const run_output& a, const run_output& b, std::size_t vs) {
+  if (a.first_error != b.first_error || a.bytes.size() != b.bytes.size()) return mismatch{0, 1};
+  std::optional<mismatch> m;
+  for (std::size_t i = 0; i * vs < a.bytes.size(); ++i) {
+    if (std::memcmp(a.bytes.data() + i * vs, b.bytes.data() + i * vs, vs) != 0) {
+      if (!m) m = mismatch{i, 0};
+      ++m->count;
+    }
+  }
+  return m;
+}
+
+std::vector<verify_case> standard_cases(std::size_t length, bool full, std::uint64_t random_seed) {
+  const std::uint64_t seeds[] = {0, 42, 1234, ~std::uint64_t{0}, random_seed};
+  const std::uint64_t offsets[] = {0, 1, 3, 1000003};
+  const std::pair<rng_type, ordering> engines[] = {
+      {rng_type::philox4_32_10, ordering::pseudo_default}, {rng_type::philox4_32_10, ordering::pseudo_best},
+      {rng_type::philox4_32_10, ordering::pseudo_legacy},  {rng_type::xorwow, ordering::pseudo_default},
+      {rng_type::xorwow, ordering::pseudo_best},           {rng_type::xorwow, ordering::pseudo_legacy},
+      {rng_type::mrg32k3a, ordering::pseudo_default},      {rng_type::mrg32k3a, ordering::pseudo_best},
+      {rng_type::mrg32k3a, ordering::pseudo_legacy},
+  };
+  const distribution dists[] = {distribution::raw,           distribution::uniform,    distribution::normal,
+                                distribution::log_normal,    distribution::uniform_double,
+                                distribution::normal_double, distribution::log_normal_double};
+  length += length % 2;  // normals of some generators need even lengths
+  std::vector<verify_case> out;
+  std::size_t rotation = 0;
+  for (const auto& [type, order] : engines)
+    for (distribution d : dists) {
+      for (std::size_t si = 0; si < 5; ++si)
+        for (std::size_t oi = 0; oi < 4; ++oi)
+          for (int split = 0; split < 2; ++split) {
+            // The slice: two cases per combination, rotating through seeds and offsets.
+            if (!full) {
+              const std::size_t k = rotation % 20;
+              if (!((si == k % 5 && oi == (k / 5) % 4 && split == 0) ||
+                    (si == (k + 2) % 5 && oi == (k + 1) % 4 && split == 1)))
+                continue;
+            }
+            verify_case c;
+            c.type = type;
+            c.order = order;
+            c.dist = d;
+            c.seed = seeds[si];
+            c.offset = offsets[oi];
+            if (d == distribution::normal || d == distribution::normal_double) c.params = {1.5, 2.0, 1.0};
+            if (d == distribution::log_normal || d == distribution::log_normal_double) c.params = {0.25, 0.5, 1.0};
+            if (split == 0) {
+              c.calls = {length};
+            } else {
+              const std::size_t a = (length / 4) & ~std::size_t{1};
+              c.calls = {a, 2, length - a - 2};
+            }
+            out.push_back(c);
+          }
+      ++rotation;
+    }
+  return out;
+}
+
+std::string golden_line(const verify_case& c, const run_output& out) {
+  std::ostringstream s;
+  s << c.name() << ' ' << c.count() << ' ' << static_cast<int>(out.first_error) << ' ' << std::hex
+    << fnv1a64(out.bytes.data(), out.bytes.size());
+  const std::size_t vs = value_size(c.dist);
+  for (std::size_t i = 0; i < 4 && (i + 1) * vs <= out.bytes.size(); ++i) {
+    std::uint64_t v = 0;
+    std::memcpy(&v, out.bytes.data() + i * vs, vs);
+    s << ' ' << v;
+  }
+  return s.str();
+}
+
+}  // namespace keel::random
