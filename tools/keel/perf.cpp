@@ -69,7 +69,7 @@ std::vector<std::int64_t> parse_dims(const std::string& text, std::size_t count,
     throw invalid_argument(
         fmt::format("bad {} '{}' (expected {} numbers joined by 'x')", what, text, count));
   }
-  if (dims.size() == 1) dims.push_back(dims[0]);
+  if (dims.size() == 1) dims = {dims[0], dims[0]};  // "N" means NxN
   return dims;
 }
 
