@@ -10,14 +10,14 @@
 #include <iterator>
 #include <string>
 
-#include "bounded_process.hpp"
+#include "process.hpp"
 
 namespace keel::comm {
 namespace {
 
 // Runs `keel ARGS`; a run still going after `seconds` is killed (with its ranks) and fails.
-test::bounded_result run_keel(const std::vector<std::string>& args, double seconds = 60) {
-  auto r = test::run_keel_within(args, seconds);
+keel::test::process_result run_keel(const std::vector<std::string>& args, double seconds = 60) {
+  auto r = keel::test::run_keel(args, seconds);
   EXPECT_FALSE(r.timed_out) << "keel was still running after " << seconds << " s: " << r.out
                             << r.err;
   return r;
