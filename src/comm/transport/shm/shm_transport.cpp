@@ -73,6 +73,16 @@ constexpr std::size_t k_stamp_offset = offsetof(chunk_header, reserved);
 static_assert(k_stamp_offset == sizeof(chunk_header) - sizeof(std::uint64_t));
 static_assert(k_stamp_offset % alignof(std::uint64_t) == 0);
 
+// A whole message of at most k_inline_bytes travels inside its header's cache line, in the
+// bytes of `offset` and `message_bytes` (it implies their values), flagged with
+// k_flag_inline, which the receiving pair clears again: one cache line per small message
+// (Open MPI's "fast boxes" do the same).
+constexpr std::size_t k_inline_offset = offsetof(chunk_header, offset);
+constexpr std::size_t k_inline_bytes = k_stamp_offset - k_inline_offset;
+constexpr std::uint8_t k_flag_inline = 0x80;
+static_assert(k_inline_bytes == 16 && k_inline_offset % 8 == 0);
+static_assert(offsetof(chunk_header, message_bytes) + sizeof(std::uint64_t) == k_stamp_offset);
+
 std::atomic_ref<std::uint64_t> stamp(std::byte* slot) {
   return std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t*>(slot + k_stamp_offset));
 }
@@ -107,9 +117,16 @@ class shm_pair final : public pair {
     std::byte* slot = tx_slots_ + (tx_head_ % slots_) * slot_bytes_;
     // Everything but the stamp, then the payload, then the stamp (release): the receiver
     // polls the slot itself, so a small message costs it the header's and the payload's
-    // cache lines and nothing else.
-    std::memcpy(slot, &h, k_stamp_offset);
-    if (h.nbytes) std::memcpy(slot + sizeof h, payload, h.nbytes);
+    // cache lines and nothing else — or the header's alone when the payload is inline.
+    if (h.nbytes <= k_inline_bytes && h.offset == 0 && h.message_bytes == h.nbytes &&
+        !(h.flags & k_flag_abort)) {
+      std::memcpy(slot, &h, k_inline_offset);
+      slot[offsetof(chunk_header, flags)] |= std::byte{k_flag_inline};
+      if (h.nbytes) std::memcpy(slot + k_inline_offset, payload, h.nbytes);
+    } else {
+      std::memcpy(slot, &h, k_stamp_offset);
+      if (h.nbytes) std::memcpy(slot + sizeof h, payload, h.nbytes);
+    }
     ++tx_head_;
     stamp(slot).store(tx_head_, std::memory_order_release);
     shm_domain::ring(tx_owner_);
@@ -120,8 +137,18 @@ class shm_pair final : public pair {
     std::byte* slot = rx_slots_ + (rx_tail_ % slots_) * slot_bytes_;
     // The slot's n-th use carries stamp n; an older stamp means it is not written yet.
     if (stamp(slot).load(std::memory_order_acquire) != rx_tail_ + 1) return nullptr;
-    *payload = slot + sizeof(chunk_header);
-    return reinterpret_cast<const chunk_header*>(slot);
+    const auto* h = reinterpret_cast<const chunk_header*>(slot);
+    if (!(h->flags & k_flag_inline)) {
+      *payload = slot + sizeof(chunk_header);
+      return h;
+    }
+    // An inline message: the header's tail held the payload; restore what it implies.
+    std::memcpy(&inline_header_, slot, k_inline_offset);
+    inline_header_.flags &= static_cast<std::uint8_t>(~k_flag_inline);
+    inline_header_.offset = 0;
+    inline_header_.message_bytes = inline_header_.nbytes;
+    *payload = slot + k_inline_offset;
+    return &inline_header_;
   }
 
   void release() override {
@@ -144,6 +171,7 @@ class shm_pair final : public pair {
   std::uint64_t tx_head_ = 0;
   std::uint64_t tx_tail_cache_ = 0;
   std::uint64_t rx_tail_ = 0;
+  chunk_header inline_header_;  // peek()'s answer for an inline message
 };
 
 }  // namespace
