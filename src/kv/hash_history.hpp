@@ -4,7 +4,7 @@
 // The records live in a ring of `window` hashes; an open-addressing table (linear probing,
 // backward-shift deletion, load factor <= 1/2) maps each hash in the window to the sequence
 // number of its latest record. When a record leaves the ring, its hash leaves the table unless
-// it was recorded again since. Memory: 8 bytes per window entry in the ring, 32 in the table.
+// it was recorded again since. Memory per window entry: 8 bytes of ring, 32 to 64 of table.
 // Invariant: the table holds exactly the distinct hashes of the window. Not thread-safe.
 #pragma once
 

@@ -200,7 +200,7 @@ class s3fifo_policy final : public eviction_policy {
 // keel's policy (docs/kv.md has the measurements behind it): LRU within three classes, the
 // classes evicted in this order:
 //   last        a request's last block, when first seen: the (usually partial) block that ends a
-//               prompt is specific to that request; on the Mooncake trace 2% come back.
+//               prompt is specific to that request; on the Mooncake trace 5% come back.
 //   first_time  other blocks whose hash is not in the history: a doorkeeper, so that one-time
 //               documents cannot push out the ones that are being reused.
 //   reused      blocks hit while cached, or inserted with a hash found in the history (the last
