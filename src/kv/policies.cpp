@@ -241,9 +241,7 @@ class keel_policy final : public eviction_policy {
     for (const free_block_queue& q : queue_) n += q.size();
     return n;
   }
-  bool do_is_evictable(block_id b) const noexcept override {
-    return queue_[class_[b]].contains(b);
-  }
+  bool do_is_evictable(block_id b) const noexcept override { return queue_[class_[b]].contains(b); }
 
   free_block_queue queue_[k_classes];
   std::vector<unsigned char> class_;

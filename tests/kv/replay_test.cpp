@@ -66,7 +66,9 @@ TEST(MooncakeReplay, KeelBeatsLruAtEverySweepCapacity) {
     const double lru = points[i].hit_rate_tokens;
     const double keel = points[caps.size() + i].hit_rate_tokens;
     EXPECT_GE(keel, lru) << caps[i] << " blocks";
-    if (caps[i] <= k_10m) EXPECT_GT(keel, lru + 0.005) << caps[i] << " blocks";
+    if (caps[i] <= k_10m) {
+      EXPECT_GT(keel, lru + 0.005) << caps[i] << " blocks";
+    }
   }
   EXPECT_NEAR(run("keel", k_3m).hit_rate_tokens, 0.3471, 0.0005);
 }
