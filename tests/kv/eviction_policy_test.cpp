@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <vector>
 
 namespace keel::kv {
 namespace {
@@ -130,14 +131,64 @@ TEST(Policies, S3FifoFiltersOneHitBlocksAndAdmitsGhostsToMain) {
   EXPECT_EQ(std::vector<block_id>(order.end() - 2, order.end()), (std::vector<block_id>{0, 1}));
 }
 
-TEST(Policies, KeelPrefersReusedBlocksAndDropsTheNewestUnprovenFirst) {
-  auto p = filled("keel", 4);
+// Block j of a request of n blocks at time t.
+block_access in_request(std::uint64_t t, block_hash hash, std::uint32_t j, std::uint32_t n) {
+  block_access a = at(t, hash, k_never, j);
+  a.request_blocks = n;
+  return a;
+}
+
+// Inserts request blocks first..first+n-1 (hashes base+j) at time t and releases them tail first.
+void insert_request(eviction_policy& p, block_id first, std::uint32_t n, std::uint64_t t,
+                    block_hash base) {
+  for (std::uint32_t j = 0; j < n; ++j) p.on_insert(first + j, in_request(t, base + j, j, n));
+  for (std::uint32_t j = n; j-- > 0;) p.on_unpin(first + j);
+}
+
+TEST(Policies, KeelEvictsLastBlocksThenFirstTimeThenReusedBlocks) {
+  auto p = make_policy("keel");
+  p->reset(16);
+  insert_request(*p, 0, 4, 1, 100);  // blocks 0..3; 3 ends the request
+  insert_request(*p, 4, 3, 2, 200);  // blocks 4..6; 6 ends the request
   p->on_pin(1);
-  p->on_access(1, at(10, 1001));
+  p->on_access(1, in_request(3, 101, 1, 2));
   p->on_unpin(1);
-  // Unproven 0, 2, 3: newest first; then the reused block 1.
-  EXPECT_EQ(p->evict(), 3u);
-  EXPECT_EQ(p->evict(), 2u);
+  std::vector<block_id> order;
+  while (p->evictable() > 0) order.push_back(p->evict());
+  // Last blocks, then first-time blocks least recently released first (a request releases tail
+  // first), then the reused block.
+  EXPECT_EQ(order, (std::vector<block_id>{3, 6, 2, 0, 5, 4, 1}));
+}
+
+TEST(Policies, KeelTreatsAReturningHashAsReusedUntilItsHistoryForgetsIt) {
+  constexpr block_id n = 4;  // the history holds the last 16 * 4 inserted hashes
+  auto p = make_policy("keel");
+  p->reset(n);
+  std::uint64_t t = 0;
+  auto cycle = [&](block_id b, block_hash h) {  // insert h into b, release it
+    p->on_insert(b, in_request(++t, h, 0, 2));
+    p->on_unpin(b);
+  };
+  cycle(0, 42);
+  cycle(1, 43);
+  EXPECT_EQ(p->evict(), 0u);  // both first-time: the older goes
+  cycle(0, 42);               // 42 comes back: reused now, so 43 goes first
+  EXPECT_EQ(p->evict(), 1u);
+  EXPECT_EQ(p->evict(), 0u);
+  for (block_hash h = 1000; h < 1000 + 16 * n - 1; ++h) {
+    cycle(1, h);
+    EXPECT_EQ(p->evict(), 1u);
+  }
+  cycle(0, 42);  // 42 was inserted 16 * n - 1 inserts ago: still remembered
+  cycle(1, 44);
+  EXPECT_EQ(p->evict(), 1u);
+  EXPECT_EQ(p->evict(), 0u);
+  for (block_hash h = 2000; h < 2000 + 16 * n; ++h) {
+    cycle(1, h);
+    EXPECT_EQ(p->evict(), 1u);
+  }
+  cycle(0, 42);  // now forgotten: first-time again, and older than 45
+  cycle(1, 45);
   EXPECT_EQ(p->evict(), 0u);
   EXPECT_EQ(p->evict(), 1u);
 }

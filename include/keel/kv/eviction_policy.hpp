@@ -78,9 +78,9 @@ class eviction_policy {
 //   s3fifo  S3-FIFO (Yang et al., SOSP'23): a small FIFO (10% of the cached blocks) that
 //           filters one-hit blocks, a main FIFO with 2-bit frequency reinsertion, a ghost FIFO
 //           of recently evicted hashes that admits returning blocks straight to main.
-//   keel    keel's online policy (see docs/kv.md): a block that has been reused is kept over
-//           one that has not; among never-reused blocks the newest goes first (so older ones
-//           live long enough to be reused once); among reused ones the least recently used.
+//   keel    keel's online policy (see docs/kv.md): LRU within three classes evicted in turn:
+//           a request's first-time last block, other first-time blocks, reused blocks (hit, or
+//           named by a hash among the last 16 * num_blocks inserted). O(1) per call.
 //   belady  offline optimum (MIN): the block whose next use is farthest; needs next_use.
 std::vector<std::string> policy_names();
 std::vector<std::string> online_policy_names();
