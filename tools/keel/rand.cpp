@@ -17,6 +17,7 @@
 #include "keel/random/curand_reference.hpp"
 #include "keel/random/generator.hpp"
 #include "keel/random/philox.hpp"
+#include "keel/random/sobol_tables.hpp"
 #include "keel/random/stat_tests.hpp"
 #include "keel/random/verify.hpp"
 
@@ -38,6 +39,7 @@ struct gen_options {
   std::uint64_t offset = 0;
   std::string ordering = "default";
   std::size_t count = 10;
+  std::uint32_t dimensions = 1;
   double mean = 0, stddev = 1, lambda = 1;
   unsigned threads = 0;
   std::string format = "txt";
@@ -70,8 +72,9 @@ void write_values(const gen_options& o, kr::distribution d, Next&& next) {
     os->write(reinterpret_cast<const char*>(len), 2);
     os->write(header.data(), static_cast<std::streamsize>(header.size()));
   }
-  // Even chunk sizes keep every generator's normals valid (pairs never straddle chunks).
-  constexpr std::size_t k_chunk = std::size_t{1} << 22;
+  // Even chunk sizes keep every generator's normals valid (pairs never straddle chunks);
+  // quasi-random chunks are whole points (each chunk is one call, laid out as cuRAND does).
+  const std::size_t k_chunk = (std::size_t{1} << 22) / o.dimensions * o.dimensions;
   std::vector<unsigned char> bytes;
   for (std::size_t done = 0; done < o.count;) {
     const std::size_t n = std::min(k_chunk, o.count - done);
@@ -121,6 +124,9 @@ void add_dist_command(CLI::App* group, kr::distribution d) {
   c->add_option("--offset", o->offset, "Offset (curandSetGeneratorOffset)")->capture_default_str();
   c->add_option("--ordering", o->ordering, "default, best, legacy, seeded, dynamic")->capture_default_str();
   c->add_option("--count", o->count, "Number of values")->check(k_non_negative)->capture_default_str();
+  c->add_option("--dimensions", o->dimensions, "Dimensions of sobol32 / scrambled_sobol32 (1..20000)")
+      ->check(k_non_negative)
+      ->capture_default_str();
   if (d == kr::distribution::poisson) {
     c->add_option("--lambda", o->lambda, "Poisson mean")->capture_default_str();
   } else if (d != kr::distribution::raw && d != kr::distribution::uniform && d != kr::distribution::uniform_double) {
@@ -132,12 +138,21 @@ void add_dist_command(CLI::App* group, kr::distribution d) {
       ->check(CLI::IsMember({"txt", "bin", "npy"}))
       ->capture_default_str();
   c->add_option("--out", o->out, "Output file (default stdout)");
-  c->callback([o, d] {
-    kr::generator g(kr::parse_rng_type(o->generator));
+  c->callback([c, o, d] {
+    const kr::rng_type type = kr::parse_rng_type(o->generator);
+    kr::generator g(type);
     g.set_threads(o->threads);
     const kr::ordering order = kr::parse_ordering(o->ordering);
     if (order != kr::ordering::pseudo_default) check(g.set_ordering(order), "set ordering");
-    check(g.set_seed(o->seed), "set seed");
+    if (kr::is_quasi(type)) {
+      if (c->count("--seed") > 0) throw keel::invalid_argument(o->generator + " is quasi-random and takes no --seed");
+      check(g.set_dimensions(o->dimensions), "set dimensions");
+      if (o->count % o->dimensions != 0)
+        throw keel::invalid_argument(fmt::format("--count {} is not a multiple of --dimensions {}", o->count, o->dimensions));
+    } else {
+      if (o->dimensions != 1) check(g.set_dimensions(o->dimensions), "set dimensions");
+      check(g.set_seed(o->seed), "set seed");
+    }
     check(g.set_offset(o->offset), "set offset");
     write_values(*o, d, [&](unsigned char* out, std::size_t n) {
       check(kr::generate(g, d, out, n, {o->mean, o->stddev, o->lambda}), "generate");
@@ -228,6 +243,8 @@ void run_bench(const bench_options& o) {
       {kr::rng_type::philox4_32_10, kr::distribution::normal}, {kr::rng_type::xorwow, kr::distribution::raw},
       {kr::rng_type::xorwow, kr::distribution::uniform},       {kr::rng_type::xorwow, kr::distribution::normal},
       {kr::rng_type::mrg32k3a, kr::distribution::uniform},     {kr::rng_type::mrg32k3a, kr::distribution::normal},
+      {kr::rng_type::sobol32, kr::distribution::raw},          {kr::rng_type::sobol32, kr::distribution::uniform},
+      {kr::rng_type::sobol32, kr::distribution::normal},
   };
   const unsigned all = std::max(1u, std::thread::hardware_concurrency());
   std::vector<unsigned char> buf(o.count * 4);
@@ -264,6 +281,18 @@ void run_bench(const bench_options& o) {
   if (o.json)
     print_json({{"count", o.count}, {"simd", kr::simd_level()}, {"libcurand", ref.available() ? ref.version() : 0},
                 {"results", results}});
+}
+
+// ---- export-tables ------------------------------------------------------------------------
+
+// Scrambled Sobol32's tables (NVIDIA's data, not shipped by keel) from libcurand, for
+// KEEL_SOBOL_SCRAMBLE_TABLES on machines without libcurand.
+void export_sobol_tables(const std::string& out) {
+  const auto& ref = kr::curand_reference::get();
+  if (!ref.available()) throw keel::backend_error("export-tables --sobol needs libcurand: " + ref.description());
+  kr::write_sobol32_scramble_tables(out, kr::sobol32_scramble_tables_from_curand());
+  std::cout << fmt::format("wrote {}: scrambled Sobol32 tables of libcurand {} ({} dimensions)\n", out, ref.version(),
+                           kr::k_sobol32_max_dimensions);
 }
 
 // ---- test ---------------------------------------------------------------------------------
@@ -352,6 +381,15 @@ void add_rand_commands(CLI::App& root) {
   bench->add_option("--repeats", bo->repeats, "Best of N runs")->capture_default_str();
   add_json_flag(bench, bo->json);
   bench->callback([bo] { run_bench(*bo); });
+
+  auto eo = std::make_shared<std::pair<bool, std::string>>();
+  CLI::App* export_tables = group->add_subcommand("export-tables", "Write libcurand's tables that keel does not ship to a file");
+  export_tables->add_flag("--sobol", eo->first, "Scrambled Sobol32 direction vectors and shifts (for KEEL_SOBOL_SCRAMBLE_TABLES)");
+  export_tables->add_option("--out", eo->second, "Output file")->required();
+  export_tables->callback([eo] {
+    if (!eo->first) throw keel::invalid_argument("export-tables: name the tables to export (--sobol)");
+    export_sobol_tables(eo->second);
+  });
 
   auto to = std::make_shared<std::pair<bool, std::size_t>>(false, std::size_t{1} << 20);
   CLI::App* test = group->add_subcommand("test", "Statistical battery and the per-thread-LCG inter-stream trap");
