@@ -14,12 +14,10 @@
 #include "keel/random/distributions.hpp"
 #include "keel/random/sobol_tables.hpp"
 #include "simd.hpp"
+#include "sobol_kernels.hpp"
 
 namespace keel::random::detail {
 namespace {
-
-// Values per conversion batch (raw words first, then converted).
-constexpr std::size_t k_batch = 1024;
 
 // Points [index, index + n) of one dimension into x. Aligned blocks of 16 use
 // gray(16m + k) = gray(16m) ^ gray(k): x(16m + k) = x(16m) ^ low[k].
@@ -46,7 +44,9 @@ void sobol_points(const sobol32_directions& d, std::uint32_t shift, std::uint32_
   }
 }
 
-void convert(const request& r, const std::uint32_t* x, std::size_t n, std::size_t at) {
+}  // namespace
+
+void sobol_simd::convert_scalar(const request& r, const std::uint32_t* x, std::size_t n, std::size_t at) {
   const float mean = static_cast<float>(r.mean), sd = static_cast<float>(r.stddev);
   switch (r.what) {
     case kind::u32:
@@ -86,6 +86,16 @@ void convert(const request& r, const std::uint32_t* x, std::size_t n, std::size_
   }
 }
 
+namespace {
+
+void convert(const request& r, const std::uint32_t* x, std::size_t n, std::size_t at) {
+  switch (simd::active_level()) {
+    case simd::level::avx512: return sobol_simd::avx512::convert(r, x, n, at);
+    case simd::level::avx2: return sobol_simd::avx2::convert(r, x, n, at);
+    default: return sobol_simd::convert_scalar(r, x, n, at);
+  }
+}
+
 class sobol_engine final : public engine {
  public:
   // shifts: the digital shift per dimension (scrambled), or null.
@@ -110,12 +120,14 @@ class sobol_engine final : public engine {
     // Output value k is point (k mod points) of dimension k / points; each worker takes a
     // contiguous range of k.
     parallel_for(r.n, workers_for(r.n, r.threads), [&](std::size_t begin, std::size_t end) {
-      std::uint32_t x[k_batch];
+      std::uint32_t x[sobol_simd::k_batch];
       for (std::size_t k = begin; k < end;) {
         const std::size_t dim = k / points, i = k % points;
-        const std::size_t n = std::min({end - k, points - i, k_batch});
-        sobol_points(directions_[dim], shifts_ ? shifts_[dim] : 0u, static_cast<std::uint32_t>(first + i), n, x);
-        convert(r, x, n, k);
+        const std::size_t n = std::min({end - k, points - i, sobol_simd::k_batch});
+        // Raw words go straight to the output.
+        std::uint32_t* words = r.what == kind::u32 ? static_cast<std::uint32_t*>(r.out) + k : x;
+        sobol_points(directions_[dim], shifts_ ? shifts_[dim] : 0u, static_cast<std::uint32_t>(first + i), n, words);
+        if (r.what != kind::u32) convert(r, x, n, k);
         k += n;
       }
     });

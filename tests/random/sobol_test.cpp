@@ -18,6 +18,7 @@
 #include "keel/random/sobol.hpp"
 #include "keel/random/sobol_tables.hpp"
 #include "keel/random/verify.hpp"
+#include "process.hpp"
 
 namespace kr = keel::random;
 
@@ -164,6 +165,31 @@ TEST(random_sobol, output_does_not_depend_on_threads_or_splits) {
     e.set_offset(0xffff0000u);
     ASSERT_EQ(kr::generate(e, dist, one.data(), n, params), kr::status::success);
     EXPECT_EQ(one, split) << kr::to_string(dist);
+  }
+}
+
+// KEEL_RANDOM_SIMD caps the level (scalar, avx2; unset: the best the CPU has): the vector
+// conversions, the erfcinv of the normals included, write the scalar code's bits.
+TEST(random_sobol, simd_levels_write_the_same_bits) {
+  for (const char* dist :
+       {"raw", "uniform", "uniform-double", "normal", "normal-double", "log-normal", "log-normal-double"}) {
+    std::vector<std::string> args = {"rand", dist, "--generator", "sobol32", "--dimensions", "5", "--offset",
+                                     "4294900000", "--count", "400000", "--format", "bin", "--threads", "1"};
+    if (std::string(dist).find("normal") != std::string::npos)
+      args.insert(args.end(), {"--mean", "0.5", "--stddev", "1.5"});
+    std::vector<std::string> outputs;
+    for (const char* level : {"scalar", "avx2", ""}) {
+      if (*level)
+        ::setenv("KEEL_RANDOM_SIMD", level, 1);
+      else
+        ::unsetenv("KEEL_RANDOM_SIMD");
+      const auto r = keel::test::run_keel(args);
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+      outputs.push_back(r.out);
+    }
+    EXPECT_EQ(outputs[0].size(), 400000u * kr::value_size(kr::parse_distribution(dist)));
+    EXPECT_TRUE(outputs[0] == outputs[1]) << dist << ": scalar and avx2 differ";
+    EXPECT_TRUE(outputs[0] == outputs[2]) << dist << ": scalar and the CPU's best level differ";
   }
 }
 
