@@ -183,9 +183,10 @@ std::vector<verify_case> standard_cases(std::size_t length, bool full, std::uint
             if (d == distribution::normal || d == distribution::normal_double) c.params = {1.5, 2.0, 1.0};
             if (d == distribution::log_normal || d == distribution::log_normal_double) c.params = {0.25, 0.5, 1.0};
             if (quasi) {
-              const std::size_t d = c.dimensions, total = std::max<std::size_t>(length / d, 2) * d;
-              const std::size_t a = total / 4 / d * d;
-              c.calls = split == 0 ? std::vector<std::size_t>{total} : std::vector<std::size_t>{a, d, total - a - d};
+              const std::size_t dims = c.dimensions, total = std::max<std::size_t>(length / dims, 2) * dims;
+              const std::size_t a = total / 4 / dims * dims;
+              c.calls = split == 0 ? std::vector<std::size_t>{total}
+                                   : std::vector<std::size_t>{a, dims, total - a - dims};
             } else if (split == 0) {
               c.calls = {length};
             } else {

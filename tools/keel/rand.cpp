@@ -122,7 +122,8 @@ void add_dist_command(CLI::App* group, kr::distribution d) {
       ->capture_default_str();
   c->add_option("--seed", o->seed, "Seed (curandSetPseudoRandomGeneratorSeed)")->capture_default_str();
   c->add_option("--offset", o->offset, "Offset (curandSetGeneratorOffset)")->capture_default_str();
-  c->add_option("--ordering", o->ordering, "default, best, legacy, seeded, dynamic")->capture_default_str();
+  c->add_option("--ordering", o->ordering, "default, best, legacy, seeded, dynamic, quasi_default")
+      ->capture_default_str();
   c->add_option("--count", o->count, "Number of values")->check(k_non_negative)->capture_default_str();
   c->add_option("--dimensions", o->dimensions, "Dimensions of sobol32 / scrambled_sobol32 (1..20000)")
       ->check(k_non_negative)
@@ -223,6 +224,7 @@ struct bench_options {
   bool json = false;
   std::size_t count = std::size_t{1} << 26;
   int repeats = 3;
+  std::string generator;  // only this generator's rows (empty: all)
 };
 
 template <class F>
@@ -250,7 +252,10 @@ void run_bench(const bench_options& o) {
   std::vector<unsigned char> buf(o.count * 4);
   nlohmann::json results = nlohmann::json::array();
   const kr::dist_params params{0.0, 1.0, 1.0};
+  const bool filtered = !o.generator.empty();
+  const kr::rng_type only = filtered ? kr::parse_rng_type(o.generator) : kr::rng_type::philox4_32_10;
   for (const auto& [type, dist] : cases) {
+    if (filtered && type != only) continue;
     double curand_gsps = 0;
     if (ref.available()) {
       std::unique_ptr<kr::curand_generator> g;
@@ -379,6 +384,7 @@ void add_rand_commands(CLI::App& root) {
   CLI::App* bench = group->add_subcommand("bench", "keel vs libcurand host generator, side by side");
   bench->add_option("--count", bo->count, "Values per (generator, distribution)")->capture_default_str();
   bench->add_option("--repeats", bo->repeats, "Best of N runs")->capture_default_str();
+  bench->add_option("--generator", bo->generator, "Only this generator's rows");
   add_json_flag(bench, bo->json);
   bench->callback([bo] { run_bench(*bo); });
 

@@ -62,9 +62,10 @@ KEEL_HD double_pair box_muller_double(std::uint32_t x0, std::uint32_t x1, std::u
   return {M::sin(v * k_pi_double) * s, M::cos(v * k_pi_double) * s};
 }
 
+inline constexpr double k_2pow32_inv_double = 2.3283064365386963e-10;
+
 // Quasi-random generators (Sobol'): uniform doubles are x * 2^-32 + 2^-32, in (0, 1].
 KEEL_HD constexpr double uniform_double_quasi(std::uint32_t x) {
-  constexpr double k_2pow32_inv_double = 2.3283064365386963e-10;
   return static_cast<double>(x) * k_2pow32_inv_double + k_2pow32_inv_double;
 }
 
@@ -82,7 +83,6 @@ KEEL_HD float normal_icdf(std::uint32_t x) {
 }
 template <class M>
 KEEL_HD double normal_icdf_double(std::uint32_t x) {
-  constexpr double k_2pow32_inv_double = 2.3283064365386963e-10;
   double s = -1.4142135623730951;
   if (x > 0x80000000u) {
     x = ~x;
