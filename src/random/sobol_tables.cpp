@@ -90,8 +90,10 @@ struct scramble_source {
 
 scramble_source load_scramble_tables() {
   scramble_source s;
+  const char* path = std::getenv("KEEL_SOBOL_SCRAMBLE_TABLES");
+  const bool from_file = path && *path;
   try {
-    if (const char* path = std::getenv("KEEL_SOBOL_SCRAMBLE_TABLES"); path && *path) {
+    if (from_file) {
       s.tables = std::make_unique<sobol32_scrambled>(read_sobol32_scramble_tables(path));
     } else if (curand_reference::get().available()) {
       s.tables = std::make_unique<sobol32_scrambled>(sobol32_scramble_tables_from_curand());
@@ -101,7 +103,7 @@ scramble_source load_scramble_tables() {
               "--out FILE` where libcurand is installed)";
     }
   } catch (const keel::error& e) {
-    s.why = std::string("scrambled_sobol32: ") + e.what();
+    s.why = std::string("scrambled_sobol32: ") + (from_file ? "KEEL_SOBOL_SCRAMBLE_TABLES: " : "") + e.what();
   }
   return s;
 }

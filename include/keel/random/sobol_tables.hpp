@@ -26,7 +26,8 @@
 
 namespace keel::random {
 
-// k_sobol32_max_dimensions entries; entry d - 1 is dimension d.
+// k_sobol32_max_dimensions entries; entry d - 1 is dimension d. Throws keel::parse_error
+// only when the table embedded at build time is malformed (a broken build).
 const sobol32_directions* sobol32_joe_kuo6();
 
 struct sobol32_scrambled {
