@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstddef>
 
 namespace keel::random::detail {
 
