@@ -6,9 +6,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <random>
 #include <thread>
 
@@ -164,7 +166,7 @@ void add_dist_command(CLI::App* group, kr::distribution d) {
 // ---- verify -------------------------------------------------------------------------------
 
 struct verify_options {
-  bool full = false, json = false, math = false;
+  bool full = false, json = false, math = false, icdf = false;
   std::size_t length = 0;
   std::string write_golden;
   std::uint64_t random_seed = 0;
@@ -216,6 +218,53 @@ void run_verify(const verify_options& o) {
     std::cout << fmt::format("{} cases, {} values, {} failed cases ({:.1f} s, random seed {}, simd {})\n", cases, values,
                              failed, secs, rseed, kr::simd_level());
   if (failed) throw keel::backend_error(fmt::format("{} of {} cases differ from libcurand", failed, cases));
+}
+
+// Every 32-bit input of the Sobol' inverse-CDF normals: dimension 1 visits each word once over
+// indices 0..2^32-1. keel's float and double normals against libcurand's, value by value.
+void run_verify_icdf(bool json) {
+  const auto& ref = kr::curand_reference::get();
+  if (!ref.available()) throw keel::backend_error(ref.description());
+  constexpr std::size_t k_chunk = std::size_t{1} << 24;
+  constexpr std::uint64_t k_inputs = std::uint64_t{1} << 32;
+  // 64-byte aligned: libcurand's double paths fault on misaligned pointers.
+  std::unique_ptr<unsigned char, void (*)(void*)> ours(static_cast<unsigned char*>(std::aligned_alloc(64, k_chunk * 8)),
+                                                       std::free),
+      theirs(static_cast<unsigned char*>(std::aligned_alloc(64, k_chunk * 8)), std::free);
+  if (!ours || !theirs) throw std::bad_alloc();
+  nlohmann::json rows = nlohmann::json::array();
+  std::uint64_t differing = 0;
+  const auto start = std::chrono::steady_clock::now();
+  for (auto d : {kr::distribution::normal, kr::distribution::normal_double}) {
+    kr::generator g(kr::rng_type::sobol32);
+    std::unique_ptr<kr::curand_generator> c;
+    check(ref.create_host_generator(kr::rng_type::sobol32, c), "curandCreateGeneratorHost");
+    const std::size_t vs = kr::value_size(d);
+    std::uint64_t count = 0, max_ulp = 0;
+    for (std::uint64_t done = 0; done < k_inputs; done += k_chunk) {
+      check(kr::generate(g, d, ours.get(), k_chunk, {0.0, 1.0, 1.0}), "keel");
+      check(kr::generate(*c, d, theirs.get(), k_chunk, {0.0, 1.0, 1.0}), "curand");
+      if (std::memcmp(ours.get(), theirs.get(), k_chunk * vs) == 0) continue;
+      for (std::size_t i = 0; i < k_chunk; ++i) {
+        std::uint64_t a = 0, b = 0;
+        std::memcpy(&a, ours.get() + i * vs, vs);
+        std::memcpy(&b, theirs.get() + i * vs, vs);
+        if (a == b) continue;
+        ++count;
+        max_ulp = std::max(max_ulp, a > b ? a - b : b - a);  // same sign: the ULP distance
+      }
+    }
+    differing += count;
+    rows.push_back({{"dist", std::string(kr::to_string(d))}, {"inputs", k_inputs}, {"differing", count},
+                    {"max_ulp", max_ulp}});
+    if (!json)
+      std::cout << fmt::format("sobol32 {}: {} inputs, {} differ from libcurand (max {} ULP)\n", kr::to_string(d),
+                               k_inputs, count, max_ulp);
+  }
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (json) print_json({{"icdf", rows}, {"seconds", secs}, {"simd", kr::simd_level()}});
+  else std::cout << fmt::format("{:.1f} s, simd {}\n", secs, kr::simd_level());
+  if (differing) throw keel::backend_error(fmt::format("{} Sobol' normals differ from libcurand", differing));
 }
 
 // ---- bench --------------------------------------------------------------------------------
@@ -377,8 +426,10 @@ void add_rand_commands(CLI::App& root) {
   verify->add_option("--length", vo->length, "Values per case (default 6000, --full 524288)");
   verify->add_option("--random-seed", vo->random_seed, "The 'random' seed of the matrix (default: fixed, --full: fresh)");
   verify->add_option("--write-golden", vo->write_golden, "Write libcurand's answers for the matrix to FILE");
+  verify->add_flag("--icdf", vo->icdf,
+                   "Instead: Sobol32 float and double normals for every 32-bit input (2 x 2^32 values, minutes)");
   add_json_flag(verify, vo->json);
-  verify->callback([vo] { run_verify(*vo); });
+  verify->callback([vo] { vo->icdf ? run_verify_icdf(vo->json) : run_verify(*vo); });
 
   auto bo = std::make_shared<bench_options>();
   CLI::App* bench = group->add_subcommand("bench", "keel vs libcurand host generator, side by side");
