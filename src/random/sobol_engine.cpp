@@ -21,8 +21,8 @@ namespace {
 
 // Points [index, index + n) of one dimension into x. Aligned blocks of 16 use
 // gray(16m + k) = gray(16m) ^ gray(k): x(16m + k) = x(16m) ^ low[k].
-void sobol_points(const sobol32_directions& d, std::uint32_t shift, std::uint32_t index, std::size_t n,
-                  std::uint32_t* x) {
+void sobol_points(const sobol32_directions& d, std::uint32_t shift, std::uint32_t index,
+                  std::size_t n, std::uint32_t* x) {
   std::size_t i = 0;
   std::uint32_t v = sobol32_point(d, index, shift);
   for (; i < n && (index & 15u) != 0; ++i, ++index) {
@@ -46,12 +46,11 @@ void sobol_points(const sobol32_directions& d, std::uint32_t shift, std::uint32_
 
 }  // namespace
 
-void sobol_simd::convert_scalar(const request& r, const std::uint32_t* x, std::size_t n, std::size_t at) {
+void sobol_simd::convert_scalar(const request& r, const std::uint32_t* x, std::size_t n,
+                                std::size_t at) {
   const float mean = static_cast<float>(r.mean), sd = static_cast<float>(r.stddev);
   switch (r.what) {
-    case kind::u32:
-      std::copy(x, x + n, static_cast<std::uint32_t*>(r.out) + at);
-      return;
+    case kind::u32: std::copy(x, x + n, static_cast<std::uint32_t*>(r.out) + at); return;
     case kind::uniform: {
       float* out = static_cast<float*>(r.out) + at;
       for (std::size_t i = 0; i < n; ++i) out[i] = uniform_float(x[i]);
@@ -69,12 +68,14 @@ void sobol_simd::convert_scalar(const request& r, const std::uint32_t* x, std::s
     }
     case kind::log_normal: {
       float* out = static_cast<float*>(r.out) + at;
-      for (std::size_t i = 0; i < n; ++i) out[i] = ::expf(normal_icdf<curand_host_icdf>(x[i]) * sd + mean);
+      for (std::size_t i = 0; i < n; ++i)
+        out[i] = ::expf(normal_icdf<curand_host_icdf>(x[i]) * sd + mean);
       return;
     }
     case kind::normal_double: {
       double* out = static_cast<double*>(r.out) + at;
-      for (std::size_t i = 0; i < n; ++i) out[i] = normal_icdf_double<curand_host_icdf>(x[i]) * r.stddev + r.mean;
+      for (std::size_t i = 0; i < n; ++i)
+        out[i] = normal_icdf_double<curand_host_icdf>(x[i]) * r.stddev + r.mean;
       return;
     }
     case kind::log_normal_double: {
@@ -126,7 +127,8 @@ class sobol_engine final : public engine {
         const std::size_t n = std::min({end - k, points - i, sobol_simd::k_batch});
         // Raw words go straight to the output.
         std::uint32_t* words = r.what == kind::u32 ? static_cast<std::uint32_t*>(r.out) + k : x;
-        sobol_points(directions_[dim], shifts_ ? shifts_[dim] : 0u, static_cast<std::uint32_t>(first + i), n, words);
+        sobol_points(directions_[dim], shifts_ ? shifts_[dim] : 0u,
+                     static_cast<std::uint32_t>(first + i), n, words);
         if (r.what != kind::u32) convert(r, x, n, k);
         k += n;
       }

@@ -17,7 +17,8 @@ namespace keel::random::detail::sobol_simd {
 inline constexpr std::size_t k_batch = 1024;
 
 // out[at .. at + n) of request r's kind from the raw words x[0 .. n), n <= k_batch.
-#define KEEL_SOBOL_SIMD_DECLS void convert(const request& r, const std::uint32_t* x, std::size_t n, std::size_t at);
+#define KEEL_SOBOL_SIMD_DECLS \
+  void convert(const request& r, const std::uint32_t* x, std::size_t n, std::size_t at);
 namespace avx2 {
 KEEL_SOBOL_SIMD_DECLS
 }

@@ -21,7 +21,8 @@ constexpr unsigned char k_joe_kuo6[] = {
 };
 
 [[noreturn]] void corrupt(std::size_t offset) {
-  throw parse_error::at_offset("keel's embedded Sobol' direction numbers", offset, "malformed (rebuild keel)");
+  throw parse_error::at_offset("keel's embedded Sobol' direction numbers", offset,
+                               "malformed (rebuild keel)");
 }
 
 // Reads the packed stream: fields of `width` bits, least significant bit first.
@@ -69,7 +70,8 @@ void put32(std::string& out, std::uint32_t v) {
   for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xffu));
 }
 std::uint32_t get32(const unsigned char* p) {
-  return std::uint32_t{p[0]} | std::uint32_t{p[1]} << 8 | std::uint32_t{p[2]} << 16 | std::uint32_t{p[3]} << 24;
+  return std::uint32_t{p[0]} | std::uint32_t{p[1]} << 8 | std::uint32_t{p[2]} << 16 |
+         std::uint32_t{p[3]} << 24;
 }
 
 // Serialized tables without the checksum.
@@ -98,12 +100,16 @@ scramble_source load_scramble_tables() {
     } else if (curand_reference::get().available()) {
       s.tables = std::make_unique<sobol32_scrambled>(sobol32_scramble_tables_from_curand());
     } else {
-      s.why = "scrambled_sobol32 needs NVIDIA's scramble tables, which keel does not ship: libcurand was not found "
-              "and KEEL_SOBOL_SCRAMBLE_TABLES is not set (write the file with `keel rand export-tables --sobol "
-              "--out FILE` where libcurand is installed)";
+      s.why =
+          "scrambled_sobol32 needs NVIDIA's scramble tables, which keel does not ship: libcurand "
+          "was not found "
+          "and KEEL_SOBOL_SCRAMBLE_TABLES is not set (write the file with `keel rand export-tables "
+          "--sobol "
+          "--out FILE` where libcurand is installed)";
     }
   } catch (const keel::error& e) {
-    s.why = std::string("scrambled_sobol32: ") + (from_file ? "KEEL_SOBOL_SCRAMBLE_TABLES: " : "") + e.what();
+    s.why = std::string("scrambled_sobol32: ") + (from_file ? "KEEL_SOBOL_SCRAMBLE_TABLES: " : "") +
+            e.what();
   }
   return s;
 }
@@ -140,7 +146,8 @@ void write_sobol32_scramble_tables(const std::string& path, const sobol32_scramb
   if (tables.directions.size() != tables.shifts.size())
     throw invalid_argument("scrambled Sobol' tables: as many shifts as dimensions are needed");
   std::string bytes = serialize(tables);
-  const std::uint64_t h = fnv1a64(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size());
+  const std::uint64_t h =
+      fnv1a64(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size());
   put32(bytes, static_cast<std::uint32_t>(h));
   put32(bytes, static_cast<std::uint32_t>(h >> 32));
   std::ofstream out(path, std::ios::binary);
@@ -157,17 +164,21 @@ sobol32_scrambled read_sobol32_scramble_tables(const std::string& path) {
   if (in.bad()) throw io_error(path + ": read failed");
   const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
   if (bytes.size() < 12 || std::memcmp(p, k_scramble_magic, 8) != 0)
-    throw parse_error::at_offset(path, 0, "not a keel scrambled Sobol' table file (from `keel rand export-tables --sobol`)");
+    throw parse_error::at_offset(
+        path, 0, "not a keel scrambled Sobol' table file (from `keel rand export-tables --sobol`)");
   const std::uint32_t count = get32(p + 8);
   if (count != k_sobol32_max_dimensions)
-    throw parse_error::at_offset(path, 8, "expected " + std::to_string(k_sobol32_max_dimensions) + " dimensions, found " +
-                                              std::to_string(count));
+    throw parse_error::at_offset(path, 8,
+                                 "expected " + std::to_string(k_sobol32_max_dimensions) +
+                                     " dimensions, found " + std::to_string(count));
   const std::size_t body = 12 + std::size_t{count} * 33 * 4;
   if (bytes.size() != body + 8)
-    throw parse_error::at_offset(path, bytes.size(), "truncated or oversized (expected " + std::to_string(body + 8) +
-                                                         " bytes)");
+    throw parse_error::at_offset(
+        path, bytes.size(),
+        "truncated or oversized (expected " + std::to_string(body + 8) + " bytes)");
   const std::uint64_t h = fnv1a64(p, body);
-  if (get32(p + body) != static_cast<std::uint32_t>(h) || get32(p + body + 4) != static_cast<std::uint32_t>(h >> 32))
+  if (get32(p + body) != static_cast<std::uint32_t>(h) ||
+      get32(p + body + 4) != static_cast<std::uint32_t>(h >> 32))
     throw parse_error::at_offset(path, body, "checksum mismatch (the file is damaged)");
   sobol32_scrambled t;
   t.directions.resize(count);

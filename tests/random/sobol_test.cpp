@@ -5,10 +5,11 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -26,13 +27,17 @@ namespace {
 
 constexpr kr::sobol32_directions k_vdc = kr::sobol32_van_der_corput();
 static_assert(kr::sobol32_point(k_vdc, 0) == 0 && kr::sobol32_point(k_vdc, 1) == 0x80000000u &&
-              kr::sobol32_point(k_vdc, 2) == 0xc0000000u && kr::sobol32_point(k_vdc, 3) == 0x40000000u);
+              kr::sobol32_point(k_vdc, 2) == 0xc0000000u &&
+              kr::sobol32_point(k_vdc, 3) == 0x40000000u);
 static_assert(kr::sobol32_next(k_vdc, 0xffffffffu, kr::sobol32_point(k_vdc, 0xffffffffu)) == 0);
 
-std::uint64_t fnv(const void* p, std::size_t n) { return kr::fnv1a64(static_cast<const unsigned char*>(p), n); }
+std::uint64_t fnv(const void* p, std::size_t n) {
+  return kr::fnv1a64(static_cast<const unsigned char*>(p), n);
+}
 
 std::string temp_path(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("keel_sobol_test_" + std::to_string(::getpid()) + "_" + name))
+  return (std::filesystem::temp_directory_path() /
+          ("keel_sobol_test_" + std::to_string(::getpid()) + "_" + name))
       .string();
 }
 
@@ -81,7 +86,9 @@ TEST(random_sobol, joe_kuo_table_matches_libcurands_golden_hash) {
   while (std::getline(in, line) && (line.empty() || line[0] == '#')) {
   }
   const std::uint64_t golden = std::stoull(line, nullptr, 16);
-  EXPECT_EQ(fnv(kr::sobol32_joe_kuo6(), kr::k_sobol32_max_dimensions * sizeof(kr::sobol32_directions)), golden);
+  EXPECT_EQ(
+      fnv(kr::sobol32_joe_kuo6(), kr::k_sobol32_max_dimensions * sizeof(kr::sobol32_directions)),
+      golden);
 }
 
 TEST(random_sobol, joe_kuo_table_equals_libcurands_vectors) {
@@ -91,7 +98,8 @@ TEST(random_sobol, joe_kuo_table_equals_libcurands_vectors) {
   ASSERT_EQ(ref.sobol32_direction_vectors(false, theirs), kr::status::success);
   const kr::sobol32_directions* ours = kr::sobol32_joe_kuo6();
   for (std::uint32_t d = 0; d < kr::k_sobol32_max_dimensions; ++d)
-    ASSERT_EQ(std::memcmp(ours[d].v, theirs + 32 * d, sizeof ours[d].v), 0) << "dimension " << d + 1;
+    ASSERT_EQ(std::memcmp(ours[d].v, theirs + 32 * d, sizeof ours[d].v), 0)
+        << "dimension " << d + 1;
 }
 
 TEST(random_sobol, statuses_match_curand) {
@@ -100,8 +108,9 @@ TEST(random_sobol, statuses_match_curand) {
     kr::generator g(type);
     EXPECT_EQ(g.set_seed(5), st::type_error);
     EXPECT_EQ(g.set_ordering(kr::ordering::quasi_default), st::success);
-    for (auto o : {kr::ordering::pseudo_default, kr::ordering::pseudo_best, kr::ordering::pseudo_legacy,
-                   kr::ordering::pseudo_seeded, kr::ordering::pseudo_dynamic})
+    for (auto o :
+         {kr::ordering::pseudo_default, kr::ordering::pseudo_best, kr::ordering::pseudo_legacy,
+          kr::ordering::pseudo_seeded, kr::ordering::pseudo_dynamic})
       EXPECT_EQ(g.set_ordering(o), st::out_of_range);
     EXPECT_EQ(g.set_dimensions(0), st::out_of_range);
     EXPECT_EQ(g.set_dimensions(20001), st::out_of_range);
@@ -140,8 +149,8 @@ TEST(random_sobol, layout_is_points_of_each_dimension_in_turn) {
 
 TEST(random_sobol, output_does_not_depend_on_threads_or_splits) {
   using d = kr::distribution;
-  for (auto dist : {d::raw, d::uniform, d::uniform_double, d::normal, d::normal_double, d::log_normal,
-                    d::log_normal_double}) {
+  for (auto dist : {d::raw, d::uniform, d::uniform_double, d::normal, d::normal_double,
+                    d::log_normal, d::log_normal_double}) {
     const std::size_t dims = 3, points = 300001, n = dims * points, vs = kr::value_size(dist);
     const kr::dist_params params{0.25, 1.5, 1.0};
     std::vector<unsigned char> one(n * vs), many(n * vs);
@@ -160,7 +169,8 @@ TEST(random_sobol, output_does_not_depend_on_threads_or_splits) {
     std::vector<unsigned char> split(n * vs);
     c.set_offset(0xffff0000u);
     ASSERT_EQ(kr::generate(c, dist, split.data(), 12345, params), kr::status::success);
-    ASSERT_EQ(kr::generate(c, dist, split.data() + 12345 * vs, n - 12345, params), kr::status::success);
+    ASSERT_EQ(kr::generate(c, dist, split.data() + 12345 * vs, n - 12345, params),
+              kr::status::success);
     kr::generator e(kr::rng_type::sobol32);
     e.set_offset(0xffff0000u);
     ASSERT_EQ(kr::generate(e, dist, one.data(), n, params), kr::status::success);
@@ -171,10 +181,11 @@ TEST(random_sobol, output_does_not_depend_on_threads_or_splits) {
 // KEEL_RANDOM_SIMD caps the level (scalar, avx2; unset: the best the CPU has): the vector
 // conversions, the erfcinv of the normals included, write the scalar code's bits.
 TEST(random_sobol, simd_levels_write_the_same_bits) {
-  for (const char* dist :
-       {"raw", "uniform", "uniform-double", "normal", "normal-double", "log-normal", "log-normal-double"}) {
-    std::vector<std::string> args = {"rand", dist, "--generator", "sobol32", "--dimensions", "5", "--offset",
-                                     "4294900000", "--count", "400000", "--format", "bin", "--threads", "1"};
+  for (const char* dist : {"raw", "uniform", "uniform-double", "normal", "normal-double",
+                           "log-normal", "log-normal-double"}) {
+    std::vector<std::string> args = {
+        "rand",       dist,      "--generator", "sobol32",  "--dimensions", "5",         "--offset",
+        "4294900000", "--count", "400000",      "--format", "bin",          "--threads", "1"};
     if (std::string(dist).find("normal") != std::string::npos)
       args.insert(args.end(), {"--mean", "0.5", "--stddev", "1.5"});
     std::vector<std::string> outputs;
@@ -195,8 +206,10 @@ TEST(random_sobol, simd_levels_write_the_same_bits) {
 
 TEST(random_sobol, scramble_table_files_round_trip_and_refuse_damage) {
   kr::sobol32_scrambled t;
-  t.directions.assign(kr::sobol32_joe_kuo6(), kr::sobol32_joe_kuo6() + kr::k_sobol32_max_dimensions);
-  for (std::uint32_t d = 0; d < kr::k_sobol32_max_dimensions; ++d) t.shifts.push_back(d * 2654435761u);
+  t.directions.assign(kr::sobol32_joe_kuo6(),
+                      kr::sobol32_joe_kuo6() + kr::k_sobol32_max_dimensions);
+  for (std::uint32_t d = 0; d < kr::k_sobol32_max_dimensions; ++d)
+    t.shifts.push_back(d * 2654435761u);
   const std::string path = temp_path("tables.bin");
   kr::write_sobol32_scramble_tables(path, t);
   const kr::sobol32_scrambled back = kr::read_sobol32_scramble_tables(path);
@@ -245,12 +258,22 @@ TEST(random_sobol, call_sequences_equal_libcurand) {
     std::size_t n = 0;
   };
   const std::vector<step> steps = {
-      {step::dims, 5},       {step::gen, 0, d::raw, 1000},          {step::gen, 0, d::normal, 7},
-      {step::gen, 0, d::uniform, 505},        {step::dims, 2},       {step::gen, 0, d::normal_double, 4002},
+      {step::dims, 5},
+      {step::gen, 0, d::raw, 1000},
+      {step::gen, 0, d::normal, 7},
+      {step::gen, 0, d::uniform, 505},
+      {step::dims, 2},
+      {step::gen, 0, d::normal_double, 4002},
       {step::order, static_cast<std::uint64_t>(kr::ordering::quasi_default)},
-      {step::gen, 0, d::log_normal, 3000},    {step::offset, 0xfffffff0ull}, {step::gen, 0, d::uniform_double, 64},
-      {step::dims, 20000},   {step::gen, 0, d::raw, 40000},         {step::gen, 0, d::raw, 30000},
-      {step::offset, (std::uint64_t{7} << 32) + 99}, {step::dims, 3},  {step::gen, 0, d::log_normal_double, 3333},
+      {step::gen, 0, d::log_normal, 3000},
+      {step::offset, 0xfffffff0ull},
+      {step::gen, 0, d::uniform_double, 64},
+      {step::dims, 20000},
+      {step::gen, 0, d::raw, 40000},
+      {step::gen, 0, d::raw, 30000},
+      {step::offset, (std::uint64_t{7} << 32) + 99},
+      {step::dims, 3},
+      {step::gen, 0, d::log_normal_double, 3333},
       {step::gen, 0, d::normal, 300000}};
   std::vector<kr::rng_type> types = {kr::rng_type::sobol32, kr::rng_type::quasi_default};
   if (kr::sobol32_scramble_tables()) types.push_back(kr::rng_type::scrambled_sobol32);
@@ -274,14 +297,16 @@ TEST(random_sobol, call_sequences_equal_libcurand) {
       } else {
         // 64-byte aligned buffers: libcurand's double paths fault on misaligned pointers.
         const std::size_t bytes = (s.n * kr::value_size(s.dist) + 63) / 64 * 64;
-        std::unique_ptr<unsigned char, void (*)(void*)> x(static_cast<unsigned char*>(std::aligned_alloc(64, bytes)), std::free),
+        std::unique_ptr<unsigned char, void (*)(void*)> x(
+            static_cast<unsigned char*>(std::aligned_alloc(64, bytes)), std::free),
             y(static_cast<unsigned char*>(std::aligned_alloc(64, bytes)), std::free);
         std::memset(x.get(), 0, bytes);
         std::memset(y.get(), 0, bytes);
         a = kr::generate(ours, s.dist, x.get(), s.n, params);
         b = kr::generate(*theirs, s.dist, y.get(), s.n, params);
         EXPECT_EQ(std::memcmp(x.get(), y.get(), bytes), 0)
-            << kr::to_string(type) << ": call " << call << " (" << kr::to_string(s.dist) << " x" << s.n << ") differs";
+            << kr::to_string(type) << ": call " << call << " (" << kr::to_string(s.dist) << " x"
+            << s.n << ") differs";
         ++call;
       }
       EXPECT_EQ(a, b) << kr::to_string(type) << " step " << (&s - steps.data());

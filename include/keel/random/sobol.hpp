@@ -22,7 +22,8 @@
 namespace keel::random {
 
 inline constexpr int k_sobol32_bits = 32;
-// The dimensions cuRAND's 32-bit Sobol' generators accept (curandSetQuasiRandomGeneratorDimensions).
+// The dimensions cuRAND's 32-bit Sobol' generators accept
+// (curandSetQuasiRandomGeneratorDimensions).
 inline constexpr std::uint32_t k_sobol32_max_dimensions = 20000;
 
 struct sobol32_directions {
@@ -33,7 +34,8 @@ struct sobol32_directions {
 KEEL_HD constexpr std::uint32_t sobol_gray(std::uint32_t n) { return n ^ (n >> 1); }
 
 // Point n of one dimension: shift ^ XOR of d.v[b] for the set bits b of gray(n).
-KEEL_HD constexpr std::uint32_t sobol32_point(const sobol32_directions& d, std::uint32_t n, std::uint32_t shift = 0) {
+KEEL_HD constexpr std::uint32_t sobol32_point(const sobol32_directions& d, std::uint32_t n,
+                                              std::uint32_t shift = 0) {
   std::uint32_t x = shift;
   for (std::uint32_t g = sobol_gray(n); g != 0; g &= g - 1) x ^= d.v[std::countr_zero(g)];
   return x;
@@ -41,7 +43,8 @@ KEEL_HD constexpr std::uint32_t sobol32_point(const sobol32_directions& d, std::
 
 // The Gray-code update: given x = point n, returns point n + 1 (mod 2^32). gray(n) and
 // gray(n + 1) differ in the lowest set bit of n + 1 (bit 31 when n + 1 wraps to 0).
-KEEL_HD constexpr std::uint32_t sobol32_next(const sobol32_directions& d, std::uint32_t n, std::uint32_t x) {
+KEEL_HD constexpr std::uint32_t sobol32_next(const sobol32_directions& d, std::uint32_t n,
+                                             std::uint32_t x) {
   return x ^ d.v[std::countr_zero((n + 1) | 0x80000000u)];
 }
 
@@ -57,7 +60,8 @@ KEEL_HD constexpr sobol32_directions sobol32_van_der_corput() {
 // (a_1 the most significant bit), and initial values m[0..s-1] = m_1..m_s (m_k odd, < 2^k):
 // v[k-1] = m_k 2^(32-k), and for k > s, v[k-1] = v[k-1-s] ^ (v[k-1-s] >> s) ^ XOR over
 // j = 1..s-1 of a_j v[k-1-j].
-KEEL_HD constexpr sobol32_directions sobol32_directions_from(unsigned s, std::uint32_t a, const std::uint32_t* m) {
+KEEL_HD constexpr sobol32_directions sobol32_directions_from(unsigned s, std::uint32_t a,
+                                                             const std::uint32_t* m) {
   sobol32_directions d{};
   for (unsigned k = 0; k < s && k < 32; ++k) d.v[k] = m[k] << (31 - k);
   for (unsigned k = s; k < 32; ++k) {
