@@ -185,7 +185,7 @@ sobol32_scrambled read_sobol32_scramble_tables(const std::string& path) {
   t.shifts.resize(count);
   for (std::uint32_t d = 0; d < count; ++d) {
     const unsigned char* q = p + 12 + std::size_t{d} * 33 * 4;
-    for (int b = 0; b < 32; ++b) t.directions[d].v[b] = get32(q + 4 * b);
+    for (std::size_t b = 0; b < 32; ++b) t.directions[d].v[b] = get32(q + 4 * b);
     t.shifts[d] = get32(q + 128);
   }
   return t;
