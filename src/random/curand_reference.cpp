@@ -27,6 +27,8 @@ struct curand_reference::api {
   int (*log_normal_double)(gen, double*, std::size_t, double, double);
   int (*poisson)(gen, unsigned int*, std::size_t, double);
   int (*get_version)(int*);
+  int (*direction_vectors32)(unsigned (**)[32], int);
+  int (*scramble_constants32)(unsigned**);
 };
 
 namespace {
@@ -54,7 +56,9 @@ curand_reference::api* load_api(void* lib) {
             bind(lib, "curandGenerateNormalDouble", a.normal_double) &&
             bind(lib, "curandGenerateLogNormal", a.log_normal) &&
             bind(lib, "curandGenerateLogNormalDouble", a.log_normal_double) &&
-            bind(lib, "curandGeneratePoisson", a.poisson) && bind(lib, "curandGetVersion", a.get_version);
+            bind(lib, "curandGeneratePoisson", a.poisson) && bind(lib, "curandGetVersion", a.get_version) &&
+            bind(lib, "curandGetDirectionVectors32", a.direction_vectors32) &&
+            bind(lib, "curandGetScrambleConstants32", a.scramble_constants32);
   return ok ? &a : nullptr;
 }
 
@@ -100,6 +104,23 @@ status curand_reference::create_host_generator(rng_type type, std::unique_ptr<cu
 namespace {
 status st(int s) { return static_cast<status>(s); }
 }  // namespace
+
+status curand_reference::sobol32_direction_vectors(bool scrambled, const std::uint32_t*& vectors) const {
+  if (!api_) throw backend_error("keel::random: " + description_);
+  unsigned(*v)[32] = nullptr;
+  // CURAND_DIRECTION_VECTORS_32_JOEKUO6 = 101, CURAND_SCRAMBLED_DIRECTION_VECTORS_32_JOEKUO6 = 102.
+  const int s = api_->direction_vectors32(&v, scrambled ? 102 : 101);
+  vectors = v ? &v[0][0] : nullptr;
+  return st(s);
+}
+
+status curand_reference::sobol32_scramble_constants(const std::uint32_t*& constants) const {
+  if (!api_) throw backend_error("keel::random: " + description_);
+  unsigned* c = nullptr;
+  const int s = api_->scramble_constants32(&c);
+  constants = c;
+  return st(s);
+}
 
 curand_generator::~curand_generator() { g_api->destroy(handle_); }
 status curand_generator::set_seed(std::uint64_t seed) { return st(g_api->set_seed(handle_, seed)); }

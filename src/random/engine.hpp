@@ -37,6 +37,8 @@ class engine {
     return status::success;
   }
   virtual status set_ordering(ordering order) = 0;
+  // Quasi-random generators only (curandSetQuasiRandomGeneratorDimensions).
+  virtual status set_dimensions(std::uint32_t) { return status::type_error; }
   virtual status generate(const request& r) = 0;
 
  protected:

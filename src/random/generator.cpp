@@ -6,6 +6,7 @@
 
 #include "engines.hpp"
 #include "keel/core/error.hpp"
+#include "keel/random/sobol_tables.hpp"
 #include "simd.hpp"
 
 namespace keel::random {
@@ -53,6 +54,11 @@ std::unique_ptr<detail::engine> make_engine(rng_type type) {
       return detail::make_mrg32k3a_engine();
     case rng_type::philox4_32_10:
       return detail::make_philox_engine();
+    case rng_type::quasi_default:
+    case rng_type::sobol32:
+      return detail::make_sobol32_engine();
+    case rng_type::scrambled_sobol32:
+      return detail::make_scrambled_sobol32_engine();
     default:
       return nullptr;
   }
@@ -66,6 +72,9 @@ unsigned resolve_threads(unsigned threads) {
 }  // namespace
 
 generator::generator(rng_type type) : type_(type), engine_(make_engine(type)) {
+  std::string why;
+  if (!engine_ && type == rng_type::scrambled_sobol32 && !sobol32_scramble_tables(&why))
+    throw invalid_argument("keel::random: " + why);
   if (!engine_) throw invalid_argument("keel::random: generator type " + std::string(to_string(type)) +
                                        " is not implemented");
 }
@@ -79,10 +88,14 @@ status generator::create(rng_type type, std::unique_ptr<generator>& out) {
   return status::success;
 }
 
-status generator::set_seed(std::uint64_t seed) { return engine_->set_seed(seed); }
+status generator::set_seed(std::uint64_t seed) {
+  // Quasi-random generators have no seed: libcurand answers TYPE_ERROR.
+  if (is_quasi(type_)) return status::type_error;
+  return engine_->set_seed(seed);
+}
 status generator::set_offset(std::uint64_t offset) { return engine_->set_offset(offset); }
 status generator::set_ordering(ordering order) { return engine_->set_ordering(order); }
-status generator::set_dimensions(std::uint32_t) { return status::type_error; }
+status generator::set_dimensions(std::uint32_t dimensions) { return engine_->set_dimensions(dimensions); }
 
 #define KEEL_RANDOM_REQUEST(KIND, OUT, N, MEAN, SD) \
   engine_->generate(detail::request{detail::kind::KIND, OUT, N, MEAN, SD, resolve_threads(threads_)})

@@ -1,10 +1,12 @@
 #include "keel/random/verify.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <sstream>
 
 #include "keel/core/error.hpp"
 #include "keel/random/curand_reference.hpp"
+#include "keel/random/sobol.hpp"
 
 namespace keel::random {
 
@@ -42,9 +44,10 @@ rng_type parse_rng_type(std::string_view name) {
 
 ordering parse_ordering(std::string_view name) {
   for (auto o : {ordering::pseudo_default, ordering::pseudo_best, ordering::pseudo_legacy, ordering::pseudo_seeded,
-                 ordering::pseudo_dynamic})
+                 ordering::pseudo_dynamic, ordering::quasi_default})
     if (name == to_string(o)) return o;
-  throw invalid_argument("unknown ordering '" + std::string(name) + "' (default, best, legacy, seeded, dynamic)");
+  throw invalid_argument("unknown ordering '" + std::string(name) +
+                         "' (default, best, legacy, seeded, dynamic, quasi_default)");
 }
 
 std::size_t value_size(distribution d) noexcept {
@@ -66,8 +69,12 @@ std::size_t verify_case::count() const {
 
 std::string verify_case::name() const {
   std::ostringstream s;
-  s << to_string(type) << '/' << to_string(order) << '/' << to_string(dist) << "/seed=" << seed
-    << "/offset=" << offset << "/calls=";
+  s << to_string(type) << '/' << to_string(order) << '/' << to_string(dist);
+  if (is_quasi(type))
+    s << "/dimensions=" << dimensions;
+  else
+    s << "/seed=" << seed;
+  s << "/offset=" << offset << "/calls=";
   for (std::size_t i = 0; i < calls.size(); ++i) s << (i ? "+" : "") << calls[i];
   if (dist == distribution::poisson)
     s << "/lambda=" << params.lambda;
@@ -86,7 +93,10 @@ run_output run_with(G& g, const verify_case& c) {
     if (s != status::success && out.first_error == status::success) out.first_error = s;
   };
   if (c.order != ordering::pseudo_default) note(g.set_ordering(c.order));
-  note(g.set_seed(c.seed));
+  if (is_quasi(c.type))
+    note(g.set_dimensions(c.dimensions));
+  else
+    note(g.set_seed(c.seed));
   note(g.set_offset(c.offset));
   std::size_t at = 0;
   for (auto n : c.calls) {
@@ -141,7 +151,9 @@ std::vector<verify_case> standard_cases(std::size_t length, bool full, std::uint
       {rng_type::xorwow, ordering::pseudo_best},           {rng_type::xorwow, ordering::pseudo_legacy},
       {rng_type::mrg32k3a, ordering::pseudo_default},      {rng_type::mrg32k3a, ordering::pseudo_best},
       {rng_type::mrg32k3a, ordering::pseudo_legacy},
+      {rng_type::sobol32, ordering::quasi_default},        {rng_type::scrambled_sobol32, ordering::quasi_default},
   };
+  const std::uint32_t quasi_dimensions[] = {1, 3, 64, 1000, k_sobol32_max_dimensions};
   const distribution dists[] = {distribution::raw,           distribution::uniform,    distribution::normal,
                                 distribution::log_normal,    distribution::uniform_double,
                                 distribution::normal_double, distribution::log_normal_double};
@@ -164,11 +176,18 @@ std::vector<verify_case> standard_cases(std::size_t length, bool full, std::uint
             c.type = type;
             c.order = order;
             c.dist = d;
-            c.seed = seeds[si];
+            const bool quasi = is_quasi(type);
+            c.seed = quasi ? 0 : seeds[si];
+            c.dimensions = quasi ? quasi_dimensions[si] : 1;
             c.offset = offsets[oi];
             if (d == distribution::normal || d == distribution::normal_double) c.params = {1.5, 2.0, 1.0};
             if (d == distribution::log_normal || d == distribution::log_normal_double) c.params = {0.25, 0.5, 1.0};
-            if (split == 0) {
+            if (quasi) {
+              const std::size_t dims = c.dimensions, total = std::max<std::size_t>(length / dims, 2) * dims;
+              const std::size_t a = total / 4 / dims * dims;
+              c.calls = split == 0 ? std::vector<std::size_t>{total}
+                                   : std::vector<std::size_t>{a, dims, total - a - dims};
+            } else if (split == 0) {
               c.calls = {length};
             } else {
               const std::size_t a = (length / 4) & ~std::size_t{1};
@@ -186,7 +205,9 @@ std::string golden_line(const verify_case& c, const run_output& out) {
   s << c.name() << ' ' << c.count() << ' ' << static_cast<int>(out.first_error) << ' ' << std::hex
     << fnv1a64(out.bytes.data(), out.bytes.size());
   const std::size_t vs = value_size(c.dist);
-  for (std::size_t i = 0; i < 4 && (i + 1) * vs <= out.bytes.size(); ++i) {
+  // Scrambled Sobol's first values would spell out NVIDIA's scramble tables: only the hash.
+  const std::size_t shown = c.type == rng_type::scrambled_sobol32 ? 0 : 4;
+  for (std::size_t i = 0; i < shown && (i + 1) * vs <= out.bytes.size(); ++i) {
     std::uint64_t v = 0;
     std::memcpy(&v, out.bytes.data() + i * vs, vs);
     s << ' ' << v;

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "keel/random/curand_reference.hpp"
+#include "keel/random/sobol_tables.hpp"
 #include "keel/random/verify.hpp"
 
 namespace kr = keel::random;
@@ -92,6 +93,8 @@ TEST(random_curand_match, slice_equals_golden_answers) {
     golden[line.substr(0, line.find(' '))] = line;
   }
   for (const auto& c : slice()) {
+    // Scrambled Sobol' needs NVIDIA's tables (libcurand or $KEEL_SOBOL_SCRAMBLE_TABLES).
+    if (c.type == kr::rng_type::scrambled_sobol32 && !kr::sobol32_scramble_tables()) continue;
     const auto it = golden.find(c.name());
     ASSERT_NE(it, golden.end()) << "no golden answer for " << c.name();
     EXPECT_EQ(kr::golden_line(c, kr::run_keel(c, 1)), it->second);

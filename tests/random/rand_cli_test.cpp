@@ -2,10 +2,16 @@
 // input answered with one "keel: ..." line and exit status 2.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <vector>
 
+#include "keel/random/curand_reference.hpp"
 #include "keel/random/generator.hpp"
+#include "keel/random/sobol_tables.hpp"
 #include "process.hpp"
 
 namespace {
@@ -40,6 +46,12 @@ TEST(random_cli, bad_input_is_one_line_and_exit_2) {
       {"rand", "raw", "--format", "csv"},
       {"rand", "raw", "--count", "-5"},
       {"rand", "raw", "--out", "/nonexistent-dir/x.bin"},
+      {"rand", "raw", "--generator", "sobol32", "--dimensions", "0"},
+      {"rand", "raw", "--generator", "sobol32", "--dimensions", "20001"},
+      {"rand", "raw", "--generator", "sobol32", "--dimensions", "3", "--count", "7"},
+      {"rand", "raw", "--generator", "sobol32", "--seed", "5"},
+      {"rand", "raw", "--dimensions", "2"},  // Philox has no dimensions: TYPE_ERROR
+      {"rand", "export-tables", "--out", "x.bin"},  // no table named
   };
   for (const auto& args : cases) {
     const auto r = run_keel(args);
@@ -47,6 +59,69 @@ TEST(random_cli, bad_input_is_one_line_and_exit_2) {
     EXPECT_EQ(keel::test::count_lines(r.err), 1) << r.err;
     EXPECT_EQ(r.err.rfind("keel: ", 0), 0u) << r.err;
   }
+}
+
+TEST(random_cli, sobol_dimensions_lay_out_points_dimension_by_dimension) {
+  const auto r = run_keel({"rand", "raw", "--generator", "sobol32", "--dimensions", "3", "--count", "12"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // curandGenerate(12) after curandSetQuasiRandomGeneratorDimensions(3).
+  EXPECT_EQ(r.out,
+            "0\n2147483648\n3221225472\n1073741824\n0\n2147483648\n1073741824\n3221225472\n"
+            "0\n2147483648\n1073741824\n3221225472\n");
+}
+
+// KEEL_SOBOL_SCRAMBLE_TABLES names the scrambled tables: a file keel wrote (here with made-up
+// shifts, so no libcurand is needed) is used as given; a missing one is one line and exit 2.
+TEST(random_cli, scrambled_sobol_reads_the_table_file_named_by_the_environment) {
+  namespace kr = keel::random;
+  kr::sobol32_scrambled t;
+  t.directions.assign(kr::sobol32_joe_kuo6(), kr::sobol32_joe_kuo6() + kr::k_sobol32_max_dimensions);
+  for (std::uint32_t d = 0; d < kr::k_sobol32_max_dimensions; ++d) t.shifts.push_back(0x9e3779b9u * (d + 1));
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("keel_cli_sobol_" + std::to_string(::getpid()))).string();
+  kr::write_sobol32_scramble_tables(path, t);
+  ::setenv("KEEL_SOBOL_SCRAMBLE_TABLES", path.c_str(), 1);
+  const auto r = run_keel({"rand", "raw", "--generator", "scrambled_sobol32", "--dimensions", "2", "--offset", "5",
+                           "--count", "2000", "--format", "bin"});
+  ::setenv("KEEL_SOBOL_SCRAMBLE_TABLES", (path + ".missing").c_str(), 1);
+  const auto missing = run_keel({"rand", "raw", "--generator", "scrambled_sobol32"});
+  ::unsetenv("KEEL_SOBOL_SCRAMBLE_TABLES");
+  std::filesystem::remove(path);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(r.out.size(), 8000u);
+  for (std::uint32_t i = 0; i < 2000; ++i) {
+    std::uint32_t v;
+    std::memcpy(&v, r.out.data() + 4 * i, 4);
+    ASSERT_EQ(v, kr::sobol32_point(t.directions[i / 1000], 5 + i % 1000, t.shifts[i / 1000])) << i;
+  }
+  EXPECT_EQ(missing.exit_code, 2) << missing.err;
+  EXPECT_EQ(keel::test::count_lines(missing.err), 1) << missing.err;
+  EXPECT_NE(missing.err.find(".missing"), std::string::npos) << missing.err;
+}
+
+// `keel rand export-tables --sobol` writes libcurand's scrambled tables; with that file keel's
+// scrambled Sobol' equals libcurand's.
+TEST(random_cli, exported_scramble_tables_reproduce_libcurand) {
+  namespace kr = keel::random;
+  const auto& ref = kr::curand_reference::get();
+  if (!ref.available()) GTEST_SKIP() << ref.description();
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("keel_cli_export_" + std::to_string(::getpid()))).string();
+  const auto e = run_keel({"rand", "export-tables", "--sobol", "--out", path});
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  ::setenv("KEEL_SOBOL_SCRAMBLE_TABLES", path.c_str(), 1);
+  const auto r = run_keel({"rand", "uniform", "--generator", "scrambled_sobol32", "--dimensions", "7", "--count", "7000",
+                           "--format", "bin"});
+  ::unsetenv("KEEL_SOBOL_SCRAMBLE_TABLES");
+  std::filesystem::remove(path);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::unique_ptr<kr::curand_generator> g;
+  ASSERT_EQ(ref.create_host_generator(kr::rng_type::scrambled_sobol32, g), kr::status::success);
+  ASSERT_EQ(g->set_dimensions(7), kr::status::success);
+  std::vector<float> expected(7000);
+  ASSERT_EQ(g->generate_uniform(expected.data(), expected.size()), kr::status::success);
+  ASSERT_EQ(r.out.size(), 7000u * 4);
+  EXPECT_EQ(std::memcmp(r.out.data(), expected.data(), r.out.size()), 0);
 }
 
 }  // namespace

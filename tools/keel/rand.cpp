@@ -6,9 +6,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <random>
 #include <thread>
 
@@ -17,6 +19,7 @@
 #include "keel/random/curand_reference.hpp"
 #include "keel/random/generator.hpp"
 #include "keel/random/philox.hpp"
+#include "keel/random/sobol_tables.hpp"
 #include "keel/random/stat_tests.hpp"
 #include "keel/random/verify.hpp"
 
@@ -38,6 +41,7 @@ struct gen_options {
   std::uint64_t offset = 0;
   std::string ordering = "default";
   std::size_t count = 10;
+  std::uint32_t dimensions = 1;
   double mean = 0, stddev = 1, lambda = 1;
   unsigned threads = 0;
   std::string format = "txt";
@@ -70,8 +74,9 @@ void write_values(const gen_options& o, kr::distribution d, Next&& next) {
     os->write(reinterpret_cast<const char*>(len), 2);
     os->write(header.data(), static_cast<std::streamsize>(header.size()));
   }
-  // Even chunk sizes keep every generator's normals valid (pairs never straddle chunks).
-  constexpr std::size_t k_chunk = std::size_t{1} << 22;
+  // Even chunk sizes keep every generator's normals valid (pairs never straddle chunks);
+  // quasi-random chunks are whole points (each chunk is one call, laid out as cuRAND does).
+  const std::size_t k_chunk = (std::size_t{1} << 22) / o.dimensions * o.dimensions;
   std::vector<unsigned char> bytes;
   for (std::size_t done = 0; done < o.count;) {
     const std::size_t n = std::min(k_chunk, o.count - done);
@@ -119,8 +124,12 @@ void add_dist_command(CLI::App* group, kr::distribution d) {
       ->capture_default_str();
   c->add_option("--seed", o->seed, "Seed (curandSetPseudoRandomGeneratorSeed)")->capture_default_str();
   c->add_option("--offset", o->offset, "Offset (curandSetGeneratorOffset)")->capture_default_str();
-  c->add_option("--ordering", o->ordering, "default, best, legacy, seeded, dynamic")->capture_default_str();
+  c->add_option("--ordering", o->ordering, "default, best, legacy, seeded, dynamic, quasi_default")
+      ->capture_default_str();
   c->add_option("--count", o->count, "Number of values")->check(k_non_negative)->capture_default_str();
+  c->add_option("--dimensions", o->dimensions, "Dimensions of sobol32 / scrambled_sobol32 (1..20000)")
+      ->check(k_non_negative)
+      ->capture_default_str();
   if (d == kr::distribution::poisson) {
     c->add_option("--lambda", o->lambda, "Poisson mean")->capture_default_str();
   } else if (d != kr::distribution::raw && d != kr::distribution::uniform && d != kr::distribution::uniform_double) {
@@ -132,12 +141,21 @@ void add_dist_command(CLI::App* group, kr::distribution d) {
       ->check(CLI::IsMember({"txt", "bin", "npy"}))
       ->capture_default_str();
   c->add_option("--out", o->out, "Output file (default stdout)");
-  c->callback([o, d] {
-    kr::generator g(kr::parse_rng_type(o->generator));
+  c->callback([c, o, d] {
+    const kr::rng_type type = kr::parse_rng_type(o->generator);
+    kr::generator g(type);
     g.set_threads(o->threads);
     const kr::ordering order = kr::parse_ordering(o->ordering);
     if (order != kr::ordering::pseudo_default) check(g.set_ordering(order), "set ordering");
-    check(g.set_seed(o->seed), "set seed");
+    if (kr::is_quasi(type)) {
+      if (c->count("--seed") > 0) throw keel::invalid_argument(o->generator + " is quasi-random and takes no --seed");
+      check(g.set_dimensions(o->dimensions), "set dimensions");
+      if (o->count % o->dimensions != 0)
+        throw keel::invalid_argument(fmt::format("--count {} is not a multiple of --dimensions {}", o->count, o->dimensions));
+    } else {
+      if (o->dimensions != 1) check(g.set_dimensions(o->dimensions), "set dimensions");
+      check(g.set_seed(o->seed), "set seed");
+    }
     check(g.set_offset(o->offset), "set offset");
     write_values(*o, d, [&](unsigned char* out, std::size_t n) {
       check(kr::generate(g, d, out, n, {o->mean, o->stddev, o->lambda}), "generate");
@@ -148,7 +166,7 @@ void add_dist_command(CLI::App* group, kr::distribution d) {
 // ---- verify -------------------------------------------------------------------------------
 
 struct verify_options {
-  bool full = false, json = false, math = false;
+  bool full = false, json = false, math = false, icdf = false;
   std::size_t length = 0;
   std::string write_golden;
   std::uint64_t random_seed = 0;
@@ -202,12 +220,60 @@ void run_verify(const verify_options& o) {
   if (failed) throw keel::backend_error(fmt::format("{} of {} cases differ from libcurand", failed, cases));
 }
 
+// Every 32-bit input of the Sobol' inverse-CDF normals: dimension 1 visits each word once over
+// indices 0..2^32-1. keel's float and double normals against libcurand's, value by value.
+void run_verify_icdf(bool json) {
+  const auto& ref = kr::curand_reference::get();
+  if (!ref.available()) throw keel::backend_error(ref.description());
+  constexpr std::size_t k_chunk = std::size_t{1} << 24;
+  constexpr std::uint64_t k_inputs = std::uint64_t{1} << 32;
+  // 64-byte aligned: libcurand's double paths fault on misaligned pointers.
+  std::unique_ptr<unsigned char, void (*)(void*)> ours(static_cast<unsigned char*>(std::aligned_alloc(64, k_chunk * 8)),
+                                                       std::free),
+      theirs(static_cast<unsigned char*>(std::aligned_alloc(64, k_chunk * 8)), std::free);
+  if (!ours || !theirs) throw std::bad_alloc();
+  nlohmann::json rows = nlohmann::json::array();
+  std::uint64_t differing = 0;
+  const auto start = std::chrono::steady_clock::now();
+  for (auto d : {kr::distribution::normal, kr::distribution::normal_double}) {
+    kr::generator g(kr::rng_type::sobol32);
+    std::unique_ptr<kr::curand_generator> c;
+    check(ref.create_host_generator(kr::rng_type::sobol32, c), "curandCreateGeneratorHost");
+    const std::size_t vs = kr::value_size(d);
+    std::uint64_t count = 0, max_ulp = 0;
+    for (std::uint64_t done = 0; done < k_inputs; done += k_chunk) {
+      check(kr::generate(g, d, ours.get(), k_chunk, {0.0, 1.0, 1.0}), "keel");
+      check(kr::generate(*c, d, theirs.get(), k_chunk, {0.0, 1.0, 1.0}), "curand");
+      if (std::memcmp(ours.get(), theirs.get(), k_chunk * vs) == 0) continue;
+      for (std::size_t i = 0; i < k_chunk; ++i) {
+        std::uint64_t a = 0, b = 0;
+        std::memcpy(&a, ours.get() + i * vs, vs);
+        std::memcpy(&b, theirs.get() + i * vs, vs);
+        if (a == b) continue;
+        ++count;
+        max_ulp = std::max(max_ulp, a > b ? a - b : b - a);  // same sign: the ULP distance
+      }
+    }
+    differing += count;
+    rows.push_back({{"dist", std::string(kr::to_string(d))}, {"inputs", k_inputs}, {"differing", count},
+                    {"max_ulp", max_ulp}});
+    if (!json)
+      std::cout << fmt::format("sobol32 {}: {} inputs, {} differ from libcurand (max {} ULP)\n", kr::to_string(d),
+                               k_inputs, count, max_ulp);
+  }
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (json) print_json({{"icdf", rows}, {"seconds", secs}, {"simd", kr::simd_level()}});
+  else std::cout << fmt::format("{:.1f} s, simd {}\n", secs, kr::simd_level());
+  if (differing) throw keel::backend_error(fmt::format("{} Sobol' normals differ from libcurand", differing));
+}
+
 // ---- bench --------------------------------------------------------------------------------
 
 struct bench_options {
   bool json = false;
   std::size_t count = std::size_t{1} << 26;
   int repeats = 3;
+  std::string generator;  // only this generator's rows (empty: all)
 };
 
 template <class F>
@@ -228,12 +294,17 @@ void run_bench(const bench_options& o) {
       {kr::rng_type::philox4_32_10, kr::distribution::normal}, {kr::rng_type::xorwow, kr::distribution::raw},
       {kr::rng_type::xorwow, kr::distribution::uniform},       {kr::rng_type::xorwow, kr::distribution::normal},
       {kr::rng_type::mrg32k3a, kr::distribution::uniform},     {kr::rng_type::mrg32k3a, kr::distribution::normal},
+      {kr::rng_type::sobol32, kr::distribution::raw},          {kr::rng_type::sobol32, kr::distribution::uniform},
+      {kr::rng_type::sobol32, kr::distribution::normal},
   };
   const unsigned all = std::max(1u, std::thread::hardware_concurrency());
   std::vector<unsigned char> buf(o.count * 4);
   nlohmann::json results = nlohmann::json::array();
   const kr::dist_params params{0.0, 1.0, 1.0};
+  const bool filtered = !o.generator.empty();
+  const kr::rng_type only = filtered ? kr::parse_rng_type(o.generator) : kr::rng_type::philox4_32_10;
   for (const auto& [type, dist] : cases) {
+    if (filtered && type != only) continue;
     double curand_gsps = 0;
     if (ref.available()) {
       std::unique_ptr<kr::curand_generator> g;
@@ -264,6 +335,18 @@ void run_bench(const bench_options& o) {
   if (o.json)
     print_json({{"count", o.count}, {"simd", kr::simd_level()}, {"libcurand", ref.available() ? ref.version() : 0},
                 {"results", results}});
+}
+
+// ---- export-tables ------------------------------------------------------------------------
+
+// Scrambled Sobol32's tables (NVIDIA's data, not shipped by keel) from libcurand, for
+// KEEL_SOBOL_SCRAMBLE_TABLES on machines without libcurand.
+void export_sobol_tables(const std::string& out) {
+  const auto& ref = kr::curand_reference::get();
+  if (!ref.available()) throw keel::backend_error("export-tables --sobol needs libcurand: " + ref.description());
+  kr::write_sobol32_scramble_tables(out, kr::sobol32_scramble_tables_from_curand());
+  std::cout << fmt::format("wrote {}: scrambled Sobol32 tables of libcurand {} ({} dimensions)\n", out, ref.version(),
+                           kr::k_sobol32_max_dimensions);
 }
 
 // ---- test ---------------------------------------------------------------------------------
@@ -343,15 +426,27 @@ void add_rand_commands(CLI::App& root) {
   verify->add_option("--length", vo->length, "Values per case (default 6000, --full 524288)");
   verify->add_option("--random-seed", vo->random_seed, "The 'random' seed of the matrix (default: fixed, --full: fresh)");
   verify->add_option("--write-golden", vo->write_golden, "Write libcurand's answers for the matrix to FILE");
+  verify->add_flag("--icdf", vo->icdf,
+                   "Instead: Sobol32 float and double normals for every 32-bit input (2 x 2^32 values, minutes)");
   add_json_flag(verify, vo->json);
-  verify->callback([vo] { run_verify(*vo); });
+  verify->callback([vo] { vo->icdf ? run_verify_icdf(vo->json) : run_verify(*vo); });
 
   auto bo = std::make_shared<bench_options>();
   CLI::App* bench = group->add_subcommand("bench", "keel vs libcurand host generator, side by side");
   bench->add_option("--count", bo->count, "Values per (generator, distribution)")->capture_default_str();
   bench->add_option("--repeats", bo->repeats, "Best of N runs")->capture_default_str();
+  bench->add_option("--generator", bo->generator, "Only this generator's rows");
   add_json_flag(bench, bo->json);
   bench->callback([bo] { run_bench(*bo); });
+
+  auto eo = std::make_shared<std::pair<bool, std::string>>();
+  CLI::App* export_tables = group->add_subcommand("export-tables", "Write libcurand's tables that keel does not ship to a file");
+  export_tables->add_flag("--sobol", eo->first, "Scrambled Sobol32 direction vectors and shifts (for KEEL_SOBOL_SCRAMBLE_TABLES)");
+  export_tables->add_option("--out", eo->second, "Output file")->required();
+  export_tables->callback([eo] {
+    if (!eo->first) throw keel::invalid_argument("export-tables: name the tables to export (--sobol)");
+    export_sobol_tables(eo->second);
+  });
 
   auto to = std::make_shared<std::pair<bool, std::size_t>>(false, std::size_t{1} << 20);
   CLI::App* test = group->add_subcommand("test", "Statistical battery and the per-thread-LCG inter-stream trap");

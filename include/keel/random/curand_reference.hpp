@@ -57,6 +57,12 @@ class curand_reference {
   // curandCreateGeneratorHost. Throws keel::backend_error when libcurand is unavailable.
   status create_host_generator(rng_type type, std::unique_ptr<curand_generator>& out) const;
 
+  // curandGetDirectionVectors32 (20000 dimensions x 32 words, the Joe-Kuo set or its scrambled
+  // variant) and curandGetScrambleConstants32 (20000 words): libcurand's own tables, valid
+  // while the process runs. Throw keel::backend_error when libcurand is unavailable.
+  status sobol32_direction_vectors(bool scrambled, const std::uint32_t*& vectors) const;
+  status sobol32_scramble_constants(const std::uint32_t*& constants) const;
+
   struct api;
 
  private:

@@ -44,6 +44,8 @@ class generator {
   status set_seed(std::uint64_t seed);
   status set_offset(std::uint64_t offset);
   status set_ordering(ordering order);
+  // Quasi-random generators (sobol32, scrambled_sobol32): 1..20000 dimensions, else
+  // OUT_OF_RANGE; TYPE_ERROR on the pseudo-random ones (which, in turn, alone take a seed).
   status set_dimensions(std::uint32_t dimensions);
 
   status generate(std::uint32_t* out, std::size_t n);

@@ -46,6 +46,9 @@ enum class ordering : int {
   quasi_default = 201,
 };
 
+// Quasi-random generators (Sobol'): no seed, a dimension count instead.
+constexpr bool is_quasi(rng_type t) noexcept { return static_cast<int>(t) >= static_cast<int>(rng_type::quasi_default); }
+
 std::string_view to_string(status s) noexcept;
 std::string_view to_string(rng_type t) noexcept;
 std::string_view to_string(ordering o) noexcept;

@@ -65,9 +65,11 @@ struct verify_case {
   std::uint64_t offset = 0;
   std::vector<std::size_t> calls;  // lengths of consecutive generate calls
   dist_params params;
+  std::uint32_t dimensions = 1;  // quasi-random generators (the seed is then unused)
 
   std::size_t count() const;
-  // A stable identifier, e.g. "philox4_32_10/default/normal/seed=42/offset=3/calls=1000+24".
+  // A stable identifier, e.g. "philox4_32_10/default/normal/seed=42/offset=3/calls=1000+24";
+  // quasi-random generators show "dimensions=D" instead of the seed.
   std::string name() const;
 };
 
@@ -90,12 +92,15 @@ struct mismatch {
 std::optional<mismatch> compare(const run_output& a, const run_output& b, std::size_t value_bytes);
 
 // The cases of the bit-exactness matrix: every implemented generator x distribution x
-// ordering, seeds {0, 42, 1234, 2^64-1, random_seed}, offsets {0, 1, 3, 1000003}, single and
-// split calls, `length` values each. `full` takes every combination; otherwise a slice that
-// still covers each generator x distribution x ordering.
+// ordering, seeds {0, 42, 1234, 2^64-1, random_seed} (quasi-random generators: dimensions
+// {1, 3, 64, 1000, 20000} instead), offsets {0, 1, 3, 1000003}, single and split calls,
+// `length` values each (quasi: rounded to whole points, at least two per dimension). `full`
+// takes every combination; otherwise a slice that still covers each generator x distribution
+// x ordering.
 std::vector<verify_case> standard_cases(std::size_t length, bool full, std::uint64_t random_seed);
 
-// Golden files: one line per case, "name count status hash first-values-hex".
+// Golden files: one line per case, "name count status hash first-values-hex" (no values for
+// scrambled_sobol32, whose tables keel does not ship).
 std::string golden_line(const verify_case& c, const run_output& out);
 
 }  // namespace keel::random

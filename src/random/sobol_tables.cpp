@@ -1,0 +1,194 @@
+// Joe & Kuo's direction numbers (embedded from src/random/data/sobol_joe_kuo_6.bin, format in
+// src/random/data/README.md) expanded into direction vectors, and the scrambled tables from
+// $KEEL_SOBOL_SCRAMBLE_TABLES or libcurand.
+#include "keel/random/sobol_tables.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <memory>
+
+#include "keel/core/error.hpp"
+#include "keel/random/curand_reference.hpp"
+#include "keel/random/verify.hpp"
+
+namespace keel::random {
+namespace {
+
+constexpr unsigned char k_joe_kuo6[] = {
+#include "sobol_joe_kuo_6.inc"
+};
+
+[[noreturn]] void corrupt(std::size_t offset) {
+  throw parse_error::at_offset("keel's embedded Sobol' direction numbers", offset,
+                               "malformed (rebuild keel)");
+}
+
+// Reads the packed stream: fields of `width` bits, least significant bit first.
+class bit_reader {
+ public:
+  bit_reader(const unsigned char* data, std::size_t size) : data_(data), size_(size) {}
+  std::uint32_t take(unsigned width) {
+    std::uint32_t v = 0;
+    for (unsigned i = 0; i < width; ++i, ++bit_) {
+      if (bit_ / 8 >= size_) corrupt(size_);
+      v |= std::uint32_t{(data_[bit_ / 8] >> (bit_ % 8)) & 1u} << i;
+    }
+    return v;
+  }
+  std::size_t offset() const { return bit_ / 8; }
+
+ private:
+  const unsigned char* data_;
+  std::size_t size_;
+  std::size_t bit_ = 0;
+};
+
+std::vector<sobol32_directions> expand_joe_kuo6() {
+  if (sizeof k_joe_kuo6 < 12 || std::memcmp(k_joe_kuo6, "sobolJK6", 8) != 0) corrupt(0);
+  std::uint32_t count = 0;
+  for (int i = 0; i < 4; ++i) count |= std::uint32_t{k_joe_kuo6[8 + i]} << (8 * i);
+  if (count != k_sobol32_max_dimensions) corrupt(8);
+  std::vector<sobol32_directions> out(count);
+  out[0] = sobol32_van_der_corput();
+  bit_reader bits(k_joe_kuo6 + 12, sizeof k_joe_kuo6 - 12);
+  std::uint32_t m[31];
+  for (std::uint32_t d = 1; d < count; ++d) {
+    const unsigned s = bits.take(5);
+    if (s == 0) corrupt(12 + bits.offset());
+    const std::uint32_t a = bits.take(s - 1);
+    for (unsigned k = 1; k <= s; ++k) m[k - 1] = (bits.take(k - 1) << 1) | 1u;
+    out[d] = sobol32_directions_from(s, a, m);
+  }
+  return out;
+}
+
+constexpr char k_scramble_magic[8] = {'k', 'e', 'e', 'l', 'S', 'S', '3', '2'};
+
+void put32(std::string& out, std::uint32_t v) {
+  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xffu));
+}
+std::uint32_t get32(const unsigned char* p) {
+  return std::uint32_t{p[0]} | std::uint32_t{p[1]} << 8 | std::uint32_t{p[2]} << 16 |
+         std::uint32_t{p[3]} << 24;
+}
+
+// Serialized tables without the checksum.
+std::string serialize(const sobol32_scrambled& t) {
+  std::string out(k_scramble_magic, sizeof k_scramble_magic);
+  put32(out, static_cast<std::uint32_t>(t.directions.size()));
+  for (std::size_t d = 0; d < t.directions.size(); ++d) {
+    for (std::uint32_t v : t.directions[d].v) put32(out, v);
+    put32(out, t.shifts[d]);
+  }
+  return out;
+}
+
+struct scramble_source {
+  std::unique_ptr<sobol32_scrambled> tables;
+  std::string why;
+};
+
+scramble_source load_scramble_tables() {
+  scramble_source s;
+  const char* path = std::getenv("KEEL_SOBOL_SCRAMBLE_TABLES");
+  const bool from_file = path && *path;
+  try {
+    if (from_file) {
+      s.tables = std::make_unique<sobol32_scrambled>(read_sobol32_scramble_tables(path));
+    } else if (curand_reference::get().available()) {
+      s.tables = std::make_unique<sobol32_scrambled>(sobol32_scramble_tables_from_curand());
+    } else {
+      s.why =
+          "scrambled_sobol32 needs NVIDIA's scramble tables, which keel does not ship: libcurand "
+          "was not found "
+          "and KEEL_SOBOL_SCRAMBLE_TABLES is not set (write the file with `keel rand export-tables "
+          "--sobol "
+          "--out FILE` where libcurand is installed)";
+    }
+  } catch (const keel::error& e) {
+    s.why = std::string("scrambled_sobol32: ") + (from_file ? "KEEL_SOBOL_SCRAMBLE_TABLES: " : "") +
+            e.what();
+  }
+  return s;
+}
+
+}  // namespace
+
+const sobol32_directions* sobol32_joe_kuo6() {
+  static const std::vector<sobol32_directions> table = expand_joe_kuo6();
+  return table.data();
+}
+
+const sobol32_scrambled* sobol32_scramble_tables(std::string* why) {
+  static const scramble_source source = load_scramble_tables();
+  if (!source.tables && why) *why = source.why;
+  return source.tables.get();
+}
+
+sobol32_scrambled sobol32_scramble_tables_from_curand() {
+  const auto& ref = curand_reference::get();
+  const std::uint32_t* vectors = nullptr;
+  const std::uint32_t* shifts = nullptr;
+  status st = ref.sobol32_direction_vectors(true, vectors);
+  if (st == status::success) st = ref.sobol32_scramble_constants(shifts);
+  if (st != status::success || !vectors || !shifts)
+    throw backend_error("libcurand's scrambled Sobol' tables: " + std::string(to_string(st)));
+  sobol32_scrambled t;
+  t.directions.resize(k_sobol32_max_dimensions);
+  std::memcpy(t.directions.data(), vectors, k_sobol32_max_dimensions * sizeof(sobol32_directions));
+  t.shifts.assign(shifts, shifts + k_sobol32_max_dimensions);
+  return t;
+}
+
+void write_sobol32_scramble_tables(const std::string& path, const sobol32_scrambled& tables) {
+  if (tables.directions.size() != tables.shifts.size())
+    throw invalid_argument("scrambled Sobol' tables: as many shifts as dimensions are needed");
+  std::string bytes = serialize(tables);
+  const std::uint64_t h =
+      fnv1a64(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size());
+  put32(bytes, static_cast<std::uint32_t>(h));
+  put32(bytes, static_cast<std::uint32_t>(h >> 32));
+  std::ofstream out(path, std::ios::binary);
+  if (!out) throw io_error(path + ": cannot open for writing");
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  out.close();
+  if (!out) throw io_error(path + ": write failed");
+}
+
+sobol32_scrambled read_sobol32_scramble_tables(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw io_error(path + ": cannot open for reading");
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) throw io_error(path + ": read failed");
+  const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
+  if (bytes.size() < 12 || std::memcmp(p, k_scramble_magic, 8) != 0)
+    throw parse_error::at_offset(
+        path, 0, "not a keel scrambled Sobol' table file (from `keel rand export-tables --sobol`)");
+  const std::uint32_t count = get32(p + 8);
+  if (count != k_sobol32_max_dimensions)
+    throw parse_error::at_offset(path, 8,
+                                 "expected " + std::to_string(k_sobol32_max_dimensions) +
+                                     " dimensions, found " + std::to_string(count));
+  const std::size_t body = 12 + std::size_t{count} * 33 * 4;
+  if (bytes.size() != body + 8)
+    throw parse_error::at_offset(
+        path, bytes.size(),
+        "truncated or oversized (expected " + std::to_string(body + 8) + " bytes)");
+  const std::uint64_t h = fnv1a64(p, body);
+  if (get32(p + body) != static_cast<std::uint32_t>(h) ||
+      get32(p + body + 4) != static_cast<std::uint32_t>(h >> 32))
+    throw parse_error::at_offset(path, body, "checksum mismatch (the file is damaged)");
+  sobol32_scrambled t;
+  t.directions.resize(count);
+  t.shifts.resize(count);
+  for (std::uint32_t d = 0; d < count; ++d) {
+    const unsigned char* q = p + 12 + std::size_t{d} * 33 * 4;
+    for (std::size_t b = 0; b < 32; ++b) t.directions[d].v[b] = get32(q + 4 * b);
+    t.shifts[d] = get32(q + 128);
+  }
+  return t;
+}
+
+}  // namespace keel::random
