@@ -10,5 +10,6 @@ namespace keel::random::detail {
 std::unique_ptr<engine> make_philox_engine();
 std::unique_ptr<engine> make_xorwow_engine();
 std::unique_ptr<engine> make_mrg32k3a_engine();
+std::unique_ptr<engine> make_mt19937_engine();
 
 }  // namespace keel::random::detail

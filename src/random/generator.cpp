@@ -53,6 +53,8 @@ std::unique_ptr<detail::engine> make_engine(rng_type type) {
       return detail::make_mrg32k3a_engine();
     case rng_type::philox4_32_10:
       return detail::make_philox_engine();
+    case rng_type::mt19937:
+      return detail::make_mt19937_engine();
     default:
       return nullptr;
   }

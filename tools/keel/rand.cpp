@@ -138,7 +138,8 @@ void add_dist_command(CLI::App* group, kr::distribution d) {
     const kr::ordering order = kr::parse_ordering(o->ordering);
     if (order != kr::ordering::pseudo_default) check(g.set_ordering(order), "set ordering");
     check(g.set_seed(o->seed), "set seed");
-    check(g.set_offset(o->offset), "set offset");
+    // Only when asked: MT19937 refuses any offset (as libcurand), even 0.
+    if (o->offset != 0) check(g.set_offset(o->offset), "set offset");
     write_values(*o, d, [&](unsigned char* out, std::size_t n) {
       check(kr::generate(g, d, out, n, {o->mean, o->stddev, o->lambda}), "generate");
     });

@@ -1,0 +1,39 @@
+// Internal: the MT19937 hot loops, written once (mt19937_kernels.inc, GCC vector extensions
+// without intrinsics) and compiled three times: at the base instruction set (scalar level,
+// mt19937_engine.cpp), with AVX2 (simd_avx2.cpp) and with AVX-512 (simd_avx512.cpp). All
+// three are the same integer arithmetic and give the same bits. Not a public header.
+//
+// A "block" is 624 consecutive words of one generator's sequence, oldest first (the state
+// from which the next 624 are computed).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace keel::random::detail::simd {
+
+// Words of the sequence the jump kernel reads: a block and 19936 words after it.
+inline constexpr std::size_t k_mt19937_jump_scratch = 624 + 19936 + 16;
+
+#define KEEL_MT19937_KERNEL_DECLS                                                                 \
+  /* The next block of the sequence, in place. */                                                 \
+  void mt19937_regenerate(std::uint32_t* w);                                                      \
+  /* w <- q(A) w for the polynomial whose non-zero coefficients are bits[0..nbits) (all          \
+     < 19937); scratch holds k_mt19937_jump_scratch words. */                                     \
+  void mt19937_jump(std::uint32_t* w, const std::uint16_t* bits, std::size_t nbits, std::uint32_t* scratch); \
+  /* Row r (0..77) of `count` generators whose blocks follow each other (624 words apart): the   \
+     eight tempered words of generator k go to out[8k .. 8k + 8). */                              \
+  void mt19937_row(const std::uint32_t* blocks, std::size_t count, unsigned r, std::uint32_t* out);
+
+namespace scalar {
+KEEL_MT19937_KERNEL_DECLS
+}
+namespace avx2 {
+KEEL_MT19937_KERNEL_DECLS
+}
+namespace avx512 {
+KEEL_MT19937_KERNEL_DECLS
+}
+#undef KEEL_MT19937_KERNEL_DECLS
+
+}  // namespace keel::random::detail::simd
