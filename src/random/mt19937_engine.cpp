@@ -33,7 +33,7 @@ constexpr int k_generator_log2 = 13;
 
 struct kernels {
   void (*regenerate)(std::uint32_t*);
-  void (*jump)(std::uint32_t*, const std::uint16_t*, std::size_t, std::uint32_t*);
+  void (*jump)(std::uint32_t*, const std::uint32_t*, std::size_t, std::uint32_t*);
   void (*row)(const std::uint32_t*, std::size_t, unsigned, std::uint32_t*);
 };
 
@@ -48,16 +48,22 @@ kernels active_kernels() {
   }
 }
 
-// The non-zero coefficients of x^(2^(2048 + k)) mod P, k < 13: a jump of 2^k generators.
-const std::vector<std::uint16_t>& generator_jump(int k) {
-  static const auto* bits = [] {
-    auto* b = new std::vector<std::uint16_t>[k_generator_log2];
-    for (int j = 0; j < k_generator_log2; ++j)
-      for (int e = 0; e < k_mt19937_mexp; ++e)
-        if (mt19937_jumps().jump[j].coef(e)) b[j].push_back(static_cast<std::uint16_t>(e));
-    return b;
+// x^(2^(2048 + k)) mod P, k < 13 (a jump of 2^k generators), as the jump kernel's windows.
+const std::vector<std::uint32_t>& generator_jump(int k) {
+  static const auto* windows = [] {
+    auto* w = new std::vector<std::uint32_t>[k_generator_log2];
+    for (int j = 0; j < k_generator_log2; ++j) {
+      const mt19937_poly& q = mt19937_jumps().jump[j];
+      for (int m = 0; 4 * m < k_mt19937_mexp; ++m) {
+        const unsigned h = static_cast<unsigned>(q.w[m / 16] >> (4 * (m % 16))) & 15u;
+        if (h == 0) continue;
+        const int z = __builtin_ctz(h);
+        w[j].push_back(static_cast<std::uint32_t>(((h >> z) - 1) / 2 * simd::k_mt19937_jump_table + 4 * m + z));
+      }
+    }
+    return w;
   }();
-  return bits[k];
+  return windows[k];
 }
 
 void convert(const request& r, const std::uint32_t* w, std::size_t n, std::size_t at) {

@@ -12,15 +12,19 @@
 
 namespace keel::random::detail::simd {
 
-// Words of the sequence the jump kernel reads: a block and 19936 words after it.
-inline constexpr std::size_t k_mt19937_jump_scratch = 624 + 19936 + 16;
+// The jump kernel's tables: table 0 holds a block and the words after it (x[i] is word i),
+// table t = 1..7 the sums x[i] + x[i + d] over the set bits d of the nibble 2t + 1. A jump
+// polynomial is given as windows: for each non-zero nibble h of its coefficients 4m .. 4m + 3,
+// h = o << z with o odd, the offset ((o - 1) / 2) * k_mt19937_jump_table + 4m + z.
+inline constexpr std::size_t k_mt19937_jump_table = 624 + 19952;
+inline constexpr std::size_t k_mt19937_jump_scratch = 8 * k_mt19937_jump_table;
 
 #define KEEL_MT19937_KERNEL_DECLS                                                                 \
   /* The next block of the sequence, in place. */                                                 \
   void mt19937_regenerate(std::uint32_t* w);                                                      \
-  /* w <- q(A) w for the polynomial whose non-zero coefficients are bits[0..nbits) (all          \
-     < 19937); scratch holds k_mt19937_jump_scratch words. */                                     \
-  void mt19937_jump(std::uint32_t* w, const std::uint16_t* bits, std::size_t nbits, std::uint32_t* scratch); \
+  /* w <- q(A) w for the polynomial q given as `count` windows; scratch holds                  \
+     k_mt19937_jump_scratch words. */                                                             \
+  void mt19937_jump(std::uint32_t* w, const std::uint32_t* windows, std::size_t count, std::uint32_t* scratch); \
   /* Row r (0..77) of `count` generators whose blocks follow each other (624 words apart): the   \
      eight tempered words of generator k go to out[8k .. 8k + 8). */                              \
   void mt19937_row(const std::uint32_t* blocks, std::size_t count, unsigned r, std::uint32_t* out);

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -152,6 +153,7 @@ struct verify_options {
   bool full = false, json = false, math = false;
   std::size_t length = 0;
   std::string write_golden;
+  std::string generator;  // only this generator's cases (empty: all)
   std::uint64_t random_seed = 0;
 };
 
@@ -172,10 +174,13 @@ void run_verify(const verify_options& o) {
     return;
   }
   if (!ref.available()) throw keel::backend_error(ref.description());
+  const std::optional<kr::rng_type> only =
+      o.generator.empty() ? std::nullopt : std::optional<kr::rng_type>(kr::parse_rng_type(o.generator));
   std::size_t cases = 0, failed = 0, values = 0;
   nlohmann::json failures = nlohmann::json::array();
   const auto start = std::chrono::steady_clock::now();
   for (const auto& c : kr::standard_cases(length, o.full, rseed)) {
+    if (only && c.type != *only) continue;
     const auto ours = kr::run_keel(c, 0);
     const auto theirs = kr::run_curand(c);
     ++cases;
@@ -344,6 +349,7 @@ void add_rand_commands(CLI::App& root) {
   verify->add_option("--length", vo->length, "Values per case (default 6000, --full 524288)");
   verify->add_option("--random-seed", vo->random_seed, "The 'random' seed of the matrix (default: fixed, --full: fresh)");
   verify->add_option("--write-golden", vo->write_golden, "Write libcurand's answers for the matrix to FILE");
+  verify->add_option("--generator", vo->generator, "Compare only this generator's cases (e.g. mt19937)");
   add_json_flag(verify, vo->json);
   verify->callback([vo] { run_verify(*vo); });
 
