@@ -234,6 +234,8 @@ void run_bench(const bench_options& o) {
       {kr::rng_type::philox4_32_10, kr::distribution::normal}, {kr::rng_type::xorwow, kr::distribution::raw},
       {kr::rng_type::xorwow, kr::distribution::uniform},       {kr::rng_type::xorwow, kr::distribution::normal},
       {kr::rng_type::mrg32k3a, kr::distribution::uniform},     {kr::rng_type::mrg32k3a, kr::distribution::normal},
+      {kr::rng_type::mt19937, kr::distribution::raw},          {kr::rng_type::mt19937, kr::distribution::uniform},
+      {kr::rng_type::mt19937, kr::distribution::normal},
   };
   const unsigned all = std::max(1u, std::thread::hardware_concurrency());
   std::vector<unsigned char> buf(o.count * 4);
