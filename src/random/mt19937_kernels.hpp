@@ -30,7 +30,14 @@ inline constexpr std::size_t k_mt19937_jump_scratch = 8 * k_mt19937_jump_table;
   void mt19937_row(const std::uint32_t* blocks, std::size_t count, unsigned r, std::uint32_t* out); \
   /* r[i] = sum_k c[k] T_k(x[i]), k < terms, for x[i] in [-1, 1] (the inverse-CDF normal's fits; \
      every level computes the same doubles). */                                                   \
-  void chebyshev_sum(const double* c, int terms, const double* x, double* r, std::size_t n);
+  void chebyshev_sum(const double* c, int terms, const double* x, double* r, std::size_t n);     \
+  /* The inverse-CDF normal's first step: y = 2p and the sign s = -+sqrt(2) per word (s = 0 and \
+     y = 1/2 for the word 2^31, whose value is 0). */                                             \
+  void icdf_prepare(const std::uint32_t* x, float* y, float* s, std::size_t n);                  \
+  /* z = -s * (float)e where the rounding is certain within the relative margin; returns how     \
+     many are not (listed in unsure: those and the s = 0 ones, to finish by the caller). */       \
+  std::size_t icdf_finish(const double* e, const float* s, float* z, double margin, std::uint16_t* unsure, \
+                          std::size_t n);
 
 namespace scalar {
 KEEL_MT19937_KERNEL_DECLS

@@ -83,12 +83,26 @@ const fits& erfcinv_fits() {
   return *f;
 }
 
-// The Chebyshev sums at the SIMD level in use (every level gives the same doubles).
+// The vector kernels at the SIMD level in use (every level gives the same values).
 void chebyshev_sum(const double* c, int terms, const double* x, double* r, std::size_t n) {
   switch (simd::active_level()) {
     case simd::level::avx512: return simd::avx512::chebyshev_sum(c, terms, x, r, n);
     case simd::level::avx2: return simd::avx2::chebyshev_sum(c, terms, x, r, n);
     default: return simd::scalar::chebyshev_sum(c, terms, x, r, n);
+  }
+}
+void icdf_prepare(const std::uint32_t* x, float* y, float* s, std::size_t n) {
+  switch (simd::active_level()) {
+    case simd::level::avx512: return simd::avx512::icdf_prepare(x, y, s, n);
+    case simd::level::avx2: return simd::avx2::icdf_prepare(x, y, s, n);
+    default: return simd::scalar::icdf_prepare(x, y, s, n);
+  }
+}
+std::size_t icdf_finish(const double* e, const float* s, float* z, std::uint16_t* unsure, std::size_t n) {
+  switch (simd::active_level()) {
+    case simd::level::avx512: return simd::avx512::icdf_finish(e, s, z, k_margin, unsure, n);
+    case simd::level::avx2: return simd::avx2::icdf_finish(e, s, z, k_margin, unsure, n);
+    default: return simd::scalar::icdf_finish(e, s, z, k_margin, unsure, n);
   }
 }
 
@@ -140,20 +154,15 @@ void normal_icdf_float(const std::uint32_t* x, float* z, std::size_t n) {
   for (std::size_t i = 0; i < n; i += k_batch) {
     const std::size_t m = n - i < k_batch ? n - i : k_batch;
     float y[k_batch], s[k_batch];
-    for (std::size_t l = 0; l < m; ++l) {
-      std::uint32_t v = x[i + l];
-      s[l] = 1.41421356f;
-      if (v > 0x80000000u) {
-        v = 0xffffffffu - v;
-        s[l] = -s[l];
-      }
-      y[l] = 2.0f * uniform_float(v);
-      // y = 1 (x = 2^31) is erfcinv's zero; evaluate at any valid point instead.
-      if (y[l] >= 1.0f) y[l] = 0.5f, s[l] = 0.0f;
-    }
     double e[k_batch];
+    std::uint16_t unsure[k_batch];
+    icdf_prepare(x + i, y, s, m);
     erfcinv_double(y, e, m);
-    for (std::size_t l = 0; l < m; ++l) z[i + l] = s[l] == 0.0f ? -0.0f : -s[l] * round_erfcinv(y[l], e[l]);
+    const std::size_t k = icdf_finish(e, s, z + i, unsure, m);
+    for (std::size_t j = 0; j < k; ++j) {
+      const std::size_t l = unsure[j];
+      z[i + l] = s[l] == 0.0f ? -0.0f : -s[l] * static_cast<float>(erfcinv_exact(y[l], e[l]));
+    }
   }
 }
 

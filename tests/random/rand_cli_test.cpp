@@ -40,11 +40,11 @@ TEST(random_cli, mt19937_raw_starts_as_curand) {
   EXPECT_EQ(r.out, "822569775\n292421642\n643530888\n");
 }
 
-// The SIMD level (KEEL_RANDOM_SIMD caps it) never changes the bits: the jump, block and row
-// kernels are compiled per instruction set (the conversions only once).
+// The SIMD level (KEEL_RANDOM_SIMD caps it) never changes the bits: the jump, block, row and
+// inverse-CDF kernels are compiled per instruction set.
 TEST(random_cli, mt19937_output_does_not_depend_on_the_simd_level) {
-  for (const char* dist : {"raw"}) {
-    const std::vector<std::string> args = {"rand", dist, "--generator", "mt19937", "--seed", "7", "--count", "300001",
+  for (const auto& [dist, count] : {std::pair{"raw", "300001"}, std::pair{"normal", "20001"}}) {
+    const std::vector<std::string> args = {"rand", dist, "--generator", "mt19937", "--seed", "7", "--count", count,
                                            "--format", "bin"};
     const auto best = run_keel(args);
     ASSERT_EQ(best.exit_code, 0) << best.err;
