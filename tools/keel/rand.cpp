@@ -214,6 +214,7 @@ struct bench_options {
   bool json = false;
   std::size_t count = std::size_t{1} << 26;
   int repeats = 3;
+  std::string generator;  // only this generator (empty: all)
 };
 
 template <class F>
@@ -241,7 +242,10 @@ void run_bench(const bench_options& o) {
   std::vector<unsigned char> buf(o.count * 4);
   nlohmann::json results = nlohmann::json::array();
   const kr::dist_params params{0.0, 1.0, 1.0};
+  const std::optional<kr::rng_type> only =
+      o.generator.empty() ? std::nullopt : std::optional<kr::rng_type>(kr::parse_rng_type(o.generator));
   for (const auto& [type, dist] : cases) {
+    if (only && type != *only) continue;
     double curand_gsps = 0;
     if (ref.available()) {
       std::unique_ptr<kr::curand_generator> g;
@@ -359,6 +363,7 @@ void add_rand_commands(CLI::App& root) {
   CLI::App* bench = group->add_subcommand("bench", "keel vs libcurand host generator, side by side");
   bench->add_option("--count", bo->count, "Values per (generator, distribution)")->capture_default_str();
   bench->add_option("--repeats", bo->repeats, "Best of N runs")->capture_default_str();
+  bench->add_option("--generator", bo->generator, "Only this generator (e.g. mt19937)");
   add_json_flag(bench, bo->json);
   bench->callback([bo] { run_bench(*bo); });
 
