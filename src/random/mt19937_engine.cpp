@@ -122,7 +122,8 @@ class mt19937_engine final : public engine {
     extend(used, r.threads);
     const kernels k = active_kernels();
     const std::size_t units = (used + k_unit - 1) / k_unit;
-    // Outputs per unit and row: split by units when the call spans rows, else by the outputs.
+    // Workers take whole units (32 generators) for every row of the call, so each generator's
+    // state belongs to one worker; a unit's outputs in a row are 256 consecutive positions.
     parallel_for(units, std::min<unsigned>(workers_for(r.n, r.threads), static_cast<unsigned>(units)),
                  [&](std::size_t ub, std::size_t ue) {
                    std::uint32_t seg[8 * k_unit];

@@ -16,6 +16,7 @@
 // oldest word, which no output depends on, are then left unspecified.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <vector>
@@ -103,7 +104,6 @@ KEEL_HD constexpr void mt19937_add(mt19937_state& acc, const mt19937_state& s) {
 // With q = x^J mod P this is J steps (see the header's note on freshly seeded states).
 KEEL_HD constexpr void mt19937_apply(mt19937_state& s, const mt19937_poly& q) {
   mt19937_state acc{};
-  acc.i = 0;
   for (int k = k_mt19937_mexp; k >= 0; --k) {
     mt19937_step(acc);
     if (q.coef(k)) detail::mt19937_add(acc, s);
@@ -183,8 +183,9 @@ inline const mt19937_modulus& mt19937_mod() {
     std::vector<std::uint64_t> c;
     const int l = berlekamp_massey(bits, n, c);
     auto* r = new mt19937_modulus{};
-    // P(x) = x^L C(1/x); L is 19937 because P is irreducible (MT19937's period is 2^19937 - 1).
-    for (int k = 0; k <= l && l == k_mt19937_mexp; ++k)
+    // P(x) = x^L C(1/x). L is 19937 (P is primitive: the period is 2^19937 - 1; the tests
+    // check the degree, the 135 terms and x^(2^19937) = x mod P).
+    for (int k = 0; k <= l; ++k)
       if ((c[k >> 6] >> (k & 63)) & 1u) {
         const int e = l - k;
         r->p.w[e >> 6] |= std::uint64_t{1} << (e & 63);
