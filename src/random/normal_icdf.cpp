@@ -110,13 +110,14 @@ long double erfcinv_exact(double y, double start) {
   return y >= k_y_split ? erfinv_newton(1.0L - y, start) : erfcinv_newton(y, start);
 }
 
-constexpr std::size_t k_batch = 256;
+constexpr std::size_t k_batch = 512;
+constexpr std::size_t k_pad = 32;  // the vector kernel's widest step (4 vectors of 8 doubles)
 
 // erfcinv(y[i]) in double for n <= k_batch floats in (0, 1): the arguments of the two fits
-// gathered, summed by the vector kernel, scattered back.
+// gathered, summed by the vector kernel (padded to whole steps with zeros), scattered back.
 void erfcinv_double(const float* y, double* e, std::size_t n) {
   const fits& f = erfcinv_fits();
-  double xh[k_batch], xt[k_batch], rh[k_batch], rt[k_batch];
+  double xh[k_batch + k_pad], xt[k_batch + k_pad], rh[k_batch + k_pad], rt[k_batch + k_pad];
   std::uint16_t ih[k_batch], it[k_batch];
   std::size_t nh = 0, nt = 0;
   for (std::size_t i = 0; i < n; ++i) {
@@ -129,8 +130,11 @@ void erfcinv_double(const float* y, double* e, std::size_t n) {
       it[nt++] = static_cast<std::uint16_t>(i);
     }
   }
-  chebyshev_sum(f.h.c.data(), k_h_terms, xh, rh, nh);
-  chebyshev_sum(f.t.c.data(), k_t_terms, xt, rt, nt);
+  const std::size_t ph = (nh + k_pad - 1) / k_pad * k_pad, pt = (nt + k_pad - 1) / k_pad * k_pad;
+  for (std::size_t j = nh; j < ph; ++j) xh[j] = 0.0;
+  for (std::size_t j = nt; j < pt; ++j) xt[j] = 0.0;
+  chebyshev_sum(f.h.c.data(), k_h_terms, xh, rh, ph);
+  chebyshev_sum(f.t.c.data(), k_t_terms, xt, rt, pt);
   for (std::size_t j = 0; j < nh; ++j) e[ih[j]] = (1.0 - y[ih[j]]) * rh[j];
   for (std::size_t j = 0; j < nt; ++j) e[it[j]] = rt[j];
 }
