@@ -1,7 +1,8 @@
-// Internal: the MT19937 hot loops (and the vector part of its inverse-CDF normal), written once (mt19937_kernels.inc, GCC vector extensions
-// without intrinsics) and compiled three times: at the base instruction set (scalar level,
-// mt19937_engine.cpp), with AVX2 (simd_avx2.cpp) and with AVX-512 (simd_avx512.cpp). All
-// three are the same integer arithmetic and give the same bits. Not a public header.
+// Internal: the MT19937 hot loops and the vector steps of its inverse-CDF normal, written once
+// (mt19937_kernels.inc, GCC vector extensions without intrinsics) and compiled three times: at
+// the base instruction set (scalar level, mt19937_engine.cpp), with AVX2 (simd_avx2.cpp) and
+// with AVX-512 (simd_avx512.cpp). All three do the same operations in the same order and give
+// the same bits. Not a public header.
 //
 // A "block" is 624 consecutive words of one generator's sequence, oldest first (the state
 // from which the next 624 are computed).

@@ -18,7 +18,7 @@ float erfcinv_float(float y);
 
 // The standard normal value cuRAND's inverse-CDF path gives for the word x (before * sd + mean).
 float normal_icdf_float(std::uint32_t x);
-// The same for n words (faster: evaluated 16 at a time).
+// The same for n words (faster: in batches, through the vector kernels).
 void normal_icdf_float(const std::uint32_t* x, float* z, std::size_t n);
 
 // The worst relative error of the double approximation, as measured over `samples` words
