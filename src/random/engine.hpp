@@ -30,7 +30,7 @@ class engine {
     seed_changed();
     return status::success;
   }
-  status set_offset(std::uint64_t offset) {
+  virtual status set_offset(std::uint64_t offset) {
     offset_ = offset;
     position_ = offset;
     offset_changed();

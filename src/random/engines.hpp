@@ -13,5 +13,6 @@ std::unique_ptr<engine> make_mrg32k3a_engine();
 std::unique_ptr<engine> make_sobol32_engine();
 // Null when the scrambled tables are unavailable (keel/random/sobol_tables.hpp says why).
 std::unique_ptr<engine> make_scrambled_sobol32_engine();
+std::unique_ptr<engine> make_mt19937_engine();
 
 }  // namespace keel::random::detail

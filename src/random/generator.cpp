@@ -59,6 +59,8 @@ std::unique_ptr<detail::engine> make_engine(rng_type type) {
       return detail::make_sobol32_engine();
     case rng_type::scrambled_sobol32:
       return detail::make_scrambled_sobol32_engine();
+    case rng_type::mt19937:
+      return detail::make_mt19937_engine();
     default:
       return nullptr;
   }

@@ -150,7 +150,8 @@ std::vector<verify_case> standard_cases(std::size_t length, bool full, std::uint
       {rng_type::philox4_32_10, ordering::pseudo_legacy},  {rng_type::xorwow, ordering::pseudo_default},
       {rng_type::xorwow, ordering::pseudo_best},           {rng_type::xorwow, ordering::pseudo_legacy},
       {rng_type::mrg32k3a, ordering::pseudo_default},      {rng_type::mrg32k3a, ordering::pseudo_best},
-      {rng_type::mrg32k3a, ordering::pseudo_legacy},
+      {rng_type::mrg32k3a, ordering::pseudo_legacy},       {rng_type::mt19937, ordering::pseudo_default},
+      {rng_type::mt19937, ordering::pseudo_legacy},
       {rng_type::sobol32, ordering::quasi_default},        {rng_type::scrambled_sobol32, ordering::quasi_default},
   };
   const std::uint32_t quasi_dimensions[] = {1, 3, 64, 1000, k_sobol32_max_dimensions};
@@ -162,14 +163,18 @@ std::vector<verify_case> standard_cases(std::size_t length, bool full, std::uint
   std::size_t rotation = 0;
   for (const auto& [type, order] : engines)
     for (distribution d : dists) {
+      // MT19937: libcurand refuses every offset (TYPE_ERROR, stream unchanged), so one offset
+      // does; keel does not reproduce its double-precision inverse CDF (normal/log-normal double).
+      const bool mt = type == rng_type::mt19937;
+      if (mt && (d == distribution::normal_double || d == distribution::log_normal_double)) continue;
       for (std::size_t si = 0; si < 5; ++si)
-        for (std::size_t oi = 0; oi < 4; ++oi)
+        for (std::size_t oi = 0; oi < (mt ? 1 : 4); ++oi)
           for (int split = 0; split < 2; ++split) {
             // The slice: two cases per combination, rotating through seeds and offsets.
             if (!full) {
               const std::size_t k = rotation % 20;
-              if (!((si == k % 5 && oi == (k / 5) % 4 && split == 0) ||
-                    (si == (k + 2) % 5 && oi == (k + 1) % 4 && split == 1)))
+              if (!((si == k % 5 && oi == (mt ? 0 : (k / 5) % 4) && split == 0) ||
+                    (si == (k + 2) % 5 && oi == (mt ? 0 : (k + 1) % 4) && split == 1)))
                 continue;
             }
             verify_case c;

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -156,7 +157,8 @@ void add_dist_command(CLI::App* group, kr::distribution d) {
       if (o->dimensions != 1) check(g.set_dimensions(o->dimensions), "set dimensions");
       check(g.set_seed(o->seed), "set seed");
     }
-    check(g.set_offset(o->offset), "set offset");
+    // Only when asked: MT19937 refuses any offset (as libcurand), even 0.
+    if (o->offset != 0) check(g.set_offset(o->offset), "set offset");
     write_values(*o, d, [&](unsigned char* out, std::size_t n) {
       check(kr::generate(g, d, out, n, {o->mean, o->stddev, o->lambda}), "generate");
     });
@@ -169,6 +171,7 @@ struct verify_options {
   bool full = false, json = false, math = false, icdf = false;
   std::size_t length = 0;
   std::string write_golden;
+  std::string generator;  // only this generator's cases (empty: all)
   std::uint64_t random_seed = 0;
 };
 
@@ -189,10 +192,13 @@ void run_verify(const verify_options& o) {
     return;
   }
   if (!ref.available()) throw keel::backend_error(ref.description());
+  const std::optional<kr::rng_type> only =
+      o.generator.empty() ? std::nullopt : std::optional<kr::rng_type>(kr::parse_rng_type(o.generator));
   std::size_t cases = 0, failed = 0, values = 0;
   nlohmann::json failures = nlohmann::json::array();
   const auto start = std::chrono::steady_clock::now();
   for (const auto& c : kr::standard_cases(length, o.full, rseed)) {
+    if (only && c.type != *only) continue;
     const auto ours = kr::run_keel(c, 0);
     const auto theirs = kr::run_curand(c);
     ++cases;
@@ -294,6 +300,8 @@ void run_bench(const bench_options& o) {
       {kr::rng_type::philox4_32_10, kr::distribution::normal}, {kr::rng_type::xorwow, kr::distribution::raw},
       {kr::rng_type::xorwow, kr::distribution::uniform},       {kr::rng_type::xorwow, kr::distribution::normal},
       {kr::rng_type::mrg32k3a, kr::distribution::uniform},     {kr::rng_type::mrg32k3a, kr::distribution::normal},
+      {kr::rng_type::mt19937, kr::distribution::raw},          {kr::rng_type::mt19937, kr::distribution::uniform},
+      {kr::rng_type::mt19937, kr::distribution::normal},
       {kr::rng_type::sobol32, kr::distribution::raw},          {kr::rng_type::sobol32, kr::distribution::uniform},
       {kr::rng_type::sobol32, kr::distribution::normal},
   };
@@ -301,10 +309,10 @@ void run_bench(const bench_options& o) {
   std::vector<unsigned char> buf(o.count * 4);
   nlohmann::json results = nlohmann::json::array();
   const kr::dist_params params{0.0, 1.0, 1.0};
-  const bool filtered = !o.generator.empty();
-  const kr::rng_type only = filtered ? kr::parse_rng_type(o.generator) : kr::rng_type::philox4_32_10;
+  const std::optional<kr::rng_type> only =
+      o.generator.empty() ? std::nullopt : std::optional<kr::rng_type>(kr::parse_rng_type(o.generator));
   for (const auto& [type, dist] : cases) {
-    if (filtered && type != only) continue;
+    if (only && type != *only) continue;
     double curand_gsps = 0;
     if (ref.available()) {
       std::unique_ptr<kr::curand_generator> g;
@@ -428,6 +436,7 @@ void add_rand_commands(CLI::App& root) {
   verify->add_option("--write-golden", vo->write_golden, "Write libcurand's answers for the matrix to FILE");
   verify->add_flag("--icdf", vo->icdf,
                    "Instead: Sobol32 float and double normals for every 32-bit input (2 x 2^32 values, minutes)");
+  verify->add_option("--generator", vo->generator, "Compare only this generator's cases (e.g. mt19937)");
   add_json_flag(verify, vo->json);
   verify->callback([vo] { vo->icdf ? run_verify_icdf(vo->json) : run_verify(*vo); });
 
@@ -435,7 +444,7 @@ void add_rand_commands(CLI::App& root) {
   CLI::App* bench = group->add_subcommand("bench", "keel vs libcurand host generator, side by side");
   bench->add_option("--count", bo->count, "Values per (generator, distribution)")->capture_default_str();
   bench->add_option("--repeats", bo->repeats, "Best of N runs")->capture_default_str();
-  bench->add_option("--generator", bo->generator, "Only this generator's rows");
+  bench->add_option("--generator", bo->generator, "Only this generator (e.g. mt19937)");
   add_json_flag(bench, bo->json);
   bench->callback([bo] { run_bench(*bo); });
 

@@ -20,6 +20,12 @@ KEEL_HD constexpr float uniform_float(std::uint32_t x) {
   return static_cast<float>(x) * k_2pow32_inv + k_2pow32_inv / 2.0f;
 }
 
+// Uniform double in (0, 1) from one word: x * 2^-32 + 2^-33, exact in double (MT19937's
+// uniform double; rounded to float, its uniform float).
+KEEL_HD constexpr double uniform_double_32(std::uint32_t x) {
+  return static_cast<double>(x) * (1.0 / 4294967296.0) + 1.0 / 8589934592.0;
+}
+
 // Uniform double in (0, 1) from two words: 53 bits z = x ^ (y << 21).
 KEEL_HD constexpr double uniform_double(std::uint32_t x, std::uint32_t y) {
   const std::uint64_t z = std::uint64_t{x} ^ (std::uint64_t{y} << 21);

@@ -93,10 +93,10 @@ std::optional<mismatch> compare(const run_output& a, const run_output& b, std::s
 
 // The cases of the bit-exactness matrix: every implemented generator x distribution x
 // ordering, seeds {0, 42, 1234, 2^64-1, random_seed} (quasi-random generators: dimensions
-// {1, 3, 64, 1000, 20000} instead), offsets {0, 1, 3, 1000003}, single and split calls,
-// `length` values each (quasi: rounded to whole points, at least two per dimension). `full`
-// takes every combination; otherwise a slice that still covers each generator x distribution
-// x ordering.
+// {1, 3, 64, 1000, 20000} instead), offsets {0, 1, 3, 1000003} (MT19937: 0 only, libcurand
+// refuses any other), single and split calls, `length` values each (quasi: rounded to whole
+// points, at least two per dimension). `full` takes every combination; otherwise a slice that
+// still covers each generator x distribution x ordering.
 std::vector<verify_case> standard_cases(std::size_t length, bool full, std::uint64_t random_seed);
 
 // Golden files: one line per case, "name count status hash first-values-hex" (no values for
