@@ -10,5 +10,7 @@ namespace keel::random::detail {
 std::unique_ptr<engine> make_philox_engine();
 std::unique_ptr<engine> make_xorwow_engine();
 std::unique_ptr<engine> make_mrg32k3a_engine();
+// Null when MTGP32's parameter sets are not available (keel/random/mtgp32_tables.hpp).
+std::unique_ptr<engine> make_mtgp32_engine();
 
 }  // namespace keel::random::detail

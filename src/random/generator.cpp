@@ -6,6 +6,7 @@
 
 #include "engines.hpp"
 #include "keel/core/error.hpp"
+#include "keel/random/mtgp32_tables.hpp"
 #include "simd.hpp"
 
 namespace keel::random {
@@ -53,6 +54,8 @@ std::unique_ptr<detail::engine> make_engine(rng_type type) {
       return detail::make_mrg32k3a_engine();
     case rng_type::philox4_32_10:
       return detail::make_philox_engine();
+    case rng_type::mtgp32:
+      return detail::make_mtgp32_engine();
     default:
       return nullptr;
   }
@@ -66,6 +69,7 @@ unsigned resolve_threads(unsigned threads) {
 }  // namespace
 
 generator::generator(rng_type type) : type_(type), engine_(make_engine(type)) {
+  if (!engine_ && type == rng_type::mtgp32) throw invalid_argument("keel::random: " + mtgp32_default_tables().description);
   if (!engine_) throw invalid_argument("keel::random: generator type " + std::string(to_string(type)) +
                                        " is not implemented");
 }
@@ -80,7 +84,10 @@ status generator::create(rng_type type, std::unique_ptr<generator>& out) {
 }
 
 status generator::set_seed(std::uint64_t seed) { return engine_->set_seed(seed); }
-status generator::set_offset(std::uint64_t offset) { return engine_->set_offset(offset); }
+status generator::set_offset(std::uint64_t offset) {
+  if (type_ == rng_type::mtgp32) return status::type_error;  // as libcurand: MTGP32 has no offset
+  return engine_->set_offset(offset);
+}
 status generator::set_ordering(ordering order) { return engine_->set_ordering(order); }
 status generator::set_dimensions(std::uint32_t) { return status::type_error; }
 

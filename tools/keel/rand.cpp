@@ -16,6 +16,7 @@
 #include "keel/core/error.hpp"
 #include "keel/random/curand_reference.hpp"
 #include "keel/random/generator.hpp"
+#include "keel/random/mtgp32_tables.hpp"
 #include "keel/random/philox.hpp"
 #include "keel/random/stat_tests.hpp"
 #include "keel/random/verify.hpp"
@@ -138,7 +139,7 @@ void add_dist_command(CLI::App* group, kr::distribution d) {
     const kr::ordering order = kr::parse_ordering(o->ordering);
     if (order != kr::ordering::pseudo_default) check(g.set_ordering(order), "set ordering");
     check(g.set_seed(o->seed), "set seed");
-    check(g.set_offset(o->offset), "set offset");
+    if (o->offset != 0) check(g.set_offset(o->offset), "set offset");  // MTGP32 has none
     write_values(*o, d, [&](unsigned char* out, std::size_t n) {
       check(kr::generate(g, d, out, n, {o->mean, o->stddev, o->lambda}), "generate");
     });
@@ -161,6 +162,7 @@ void run_verify(const verify_options& o) {
   nlohmann::json doc;
   doc["libcurand"] = ref.available() ? nlohmann::json(ref.version()) : nlohmann::json(nullptr);
   doc["simd"] = kr::simd_level();
+  doc["mtgp32_tables"] = kr::mtgp32_default_tables().description;
   if (!o.write_golden.empty()) {
     if (!ref.available()) throw keel::backend_error(ref.description());
     std::ofstream out(o.write_golden);
@@ -171,6 +173,8 @@ void run_verify(const verify_options& o) {
     return;
   }
   if (!ref.available()) throw keel::backend_error(ref.description());
+  if (!kr::mtgp32_default_tables().tables && !o.json)
+    std::cout << "mtgp32 skipped: " << kr::mtgp32_default_tables().description << '\n';
   std::size_t cases = 0, failed = 0, values = 0;
   nlohmann::json failures = nlohmann::json::array();
   const auto start = std::chrono::steady_clock::now();
@@ -345,6 +349,20 @@ void add_rand_commands(CLI::App& root) {
   verify->add_option("--write-golden", vo->write_golden, "Write libcurand's answers for the matrix to FILE");
   add_json_flag(verify, vo->json);
   verify->callback([vo] { run_verify(*vo); });
+
+  // export-tables: tables keel reads at run time, written in keel's documented formats.
+  auto eo = std::make_shared<std::pair<bool, std::string>>(false, std::string());
+  CLI::App* exp = group->add_subcommand("export-tables", "Write the tables keel reads at run time to a file");
+  exp->add_flag("--mtgp32", eo->first, "MTGP32's parameter sets (format: keel/random/mtgp32_tables.hpp)");
+  exp->add_option("--out", eo->second, "Output file")->required();
+  exp->callback([eo] {
+    if (!eo->first) throw keel::invalid_argument("export-tables: name a table to export (--mtgp32)");
+    const auto& lookup = kr::mtgp32_default_tables();
+    if (!lookup.tables) throw keel::invalid_argument(lookup.description);
+    std::ofstream out(eo->second);
+    if (!out) throw keel::io_error(fmt::format("{}: cannot open for writing", eo->second));
+    kr::write_mtgp32_tables(out, *lookup.tables);
+  });
 
   auto bo = std::make_shared<bench_options>();
   CLI::App* bench = group->add_subcommand("bench", "keel vs libcurand host generator, side by side");
