@@ -1,7 +1,10 @@
 #include "normal_icdf.hpp"
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <numbers>
 #include <vector>
 
@@ -9,101 +12,152 @@ namespace keel::random::detail {
 namespace {
 
 // erfcinv(y) is found as the root of erfc(x) = y for y < 1/2 and of erf(x) = 1 - y above (1 - y
-// is exact there), where each is well conditioned. One Halley step for f(x) = erf(x) - a or
+// is exact there), where each is well conditioned. Halley's step for f(x) = erf(x) - a or
 // erfc(x) - y, both with f''/f' = -2x: x - f / (f' + x f).
 template <class T>
-T halley(T x, T target, bool complement) {
+T halley_step(T x, T f, bool complement) {
   const T two_over_sqrt_pi = T(2) / std::sqrt(std::numbers::pi_v<T>);
-  const T f = complement ? std::erfc(x) - target : std::erf(x) - target;
   const T d = (complement ? -two_over_sqrt_pi : two_over_sqrt_pi) * std::exp(-x * x);
   return x - f / (d + x * f);
 }
+template <class T>
+T residual(T x, T target, bool complement) {
+  return complement ? std::erfc(x) - target : std::erf(x) - target;
+}
 
-// A safeguarded solver for the table's nodes: bisection brackets the root, Halley steps
-// polish it, in long double.
-long double solve(long double target, bool complement) {
-  long double lo = 0, hi = 30, x = complement ? std::sqrt(-std::log(target)) : target;
+// A safeguarded solver: Halley steps from x, kept inside a bisection bracket.
+template <class T>
+T solve_from(T x, T target, bool complement) {
+  T lo = 0, hi = 30;
   for (int i = 0; i < 200; ++i) {
-    const long double v = complement ? std::erfc(x) - target : std::erf(x) - target;
+    const T f = residual(x, target, complement);
     // erfc decreases, erf increases.
-    if ((v > 0) == complement)
-      lo = x;
-    else
-      hi = x;
-    long double next = halley(x, target, complement);
-    if (!(next > lo && next < hi)) next = (lo + hi) / 2;
-    if (next == x) break;
-    x = next;
+    ((f > 0) == complement ? lo : hi) = x;
+    const T next = halley_step(x, f, complement);
+    // Halley converges cubically: after a step this small only erf's rounding is left.
+    if (std::fabs(next - x) <= 64 * std::numeric_limits<T>::epsilon() * x) return next;
+    x = next >= lo && next <= hi ? next : (lo + hi) / 2;
   }
   return x;
 }
 
-constexpr int k_cells = 64;                // per binade (erfc side) or over [0, 1/2] (erf side)
-constexpr int k_min_exponent = -32;        // smallest binade of the table: [2^-32, 2^-31)
+// erfcinv to long double precision: solved in double (fast) and finished in long double.
+long double solve(long double target, bool complement) {
+  const double start = complement ? std::sqrt(-std::log(static_cast<double>(target))) : static_cast<double>(target);
+  const double x = solve_from(start, static_cast<double>(target), complement);
+  return solve_from(static_cast<long double>(x), target, complement);
+}
+
+// The fast path: piecewise polynomials of degree 8, fitted at first use by interpolation at
+// Chebyshev nodes of values solve() gives. Below 1/2, y = m * 2^e is split into binades
+// 2^-32 .. 2^-2 and each binade into 16 cells of m; the cell and the variable u in [-1, 1)
+// come straight from y's bits. At and above 1/2, erfinv(a) / a (a = 1 - y <= 1/2) is an even
+// function, fitted in s = a^2 on 4 cells of [0, 1/4]. The relative error is about 1e-16.
+constexpr int k_degree = 8;
+constexpr int k_tail_cells = 16;  // per binade
+constexpr int k_centre_cells = 4;
+constexpr int k_min_exponent = -32;             // smallest binade: [2^-32, 2^-31)
 constexpr int k_binades = -1 - k_min_exponent;  // 2^-32 .. 2^-2, i.e. y < 1/2
 
-struct start_table {
-  // erfc side: z at y = (1 + k/64) * 2^e, 65 nodes per binade e.
-  std::vector<double> tail;
-  // erf side: erfinv(a) / a at a = k / 128, k = 0..64 (the ratio is smooth and even).
-  std::vector<double> centre;
+struct poly {
+  double c[k_degree + 1];  // monomial coefficients in u
+  // Estrin's scheme: a shorter dependency chain than Horner's.
+  double operator()(double u) const {
+    static_assert(k_degree == 8);
+    const double u2 = u * u, u4 = u2 * u2;
+    const double a = (c[0] + c[1] * u) + u2 * (c[2] + c[3] * u);
+    const double b = (c[4] + c[5] * u) + u2 * (c[6] + c[7] * u);
+    return a + u4 * (b + u4 * c[8]);
+  }
 };
 
-const start_table& table() {
-  static const start_table t = [] {
-    start_table s;
-    s.tail.resize(static_cast<std::size_t>(k_binades) * (k_cells + 1));
-    for (int b = 0; b < k_binades; ++b)
-      for (int k = 0; k <= k_cells; ++k) {
-        const long double y = std::ldexp(1.0L + static_cast<long double>(k) / k_cells, k_min_exponent + b);
-        s.tail[static_cast<std::size_t>(b) * (k_cells + 1) + k] = static_cast<double>(solve(y, true));
-      }
-    s.centre.resize(k_cells + 1);
-    s.centre[0] = std::sqrt(std::numbers::pi) / 2;
-    for (int k = 1; k <= k_cells; ++k) {
-      const long double a = static_cast<long double>(k) / (2 * k_cells);
-      s.centre[k] = static_cast<double>(solve(a, false) / a);
+// Interpolates f on [-1, 1] at the Chebyshev nodes and returns the polynomial's monomial
+// coefficients (computed in long double).
+template <class F>
+poly fit(F&& f) {
+  constexpr int n = k_degree + 1;
+  // cos(pi * i / (2n)) for i in [0, 4n): the nodes are cos(pi (2j + 1) / (2n)).
+  static const auto cosines = [] {
+    std::array<long double, 4 * n> c;
+    for (int i = 0; i < 4 * n; ++i) c[i] = std::cos(std::numbers::pi_v<long double> * i / (2 * n));
+    return c;
+  }();
+  long double values[n], cheb[n] = {}, mono[n] = {}, t_prev[n] = {}, t_cur[n] = {}, t_next[n];
+  for (int j = 0; j < n; ++j) values[j] = f(cosines[2 * j + 1]);
+  for (int k = 0; k < n; ++k) {
+    for (int j = 0; j < n; ++j) cheb[k] += values[j] * cosines[k * (2 * j + 1) % (4 * n)];
+    cheb[k] *= (k == 0 ? 1.0L : 2.0L) / n;
+  }
+  // Sum cheb[k] T_k(u) with T_0 = 1, T_1 = u, T_{k+1} = 2u T_k - T_{k-1}, in monomials.
+  t_prev[0] = 1;
+  t_cur[1] = 1;
+  mono[0] = cheb[0];
+  for (int k = 1; k < n; ++k) {
+    for (int i = 0; i < n; ++i) mono[i] += cheb[k] * t_cur[i];
+    for (int i = 0; i < n; ++i) t_next[i] = (i > 0 ? 2 * t_cur[i - 1] : 0) - t_prev[i];
+    for (int i = 0; i < n; ++i) {
+      t_prev[i] = t_cur[i];
+      t_cur[i] = t_next[i];
     }
+  }
+  poly p;
+  for (int i = 0; i < n; ++i) p.c[i] = static_cast<double>(mono[i]);
+  return p;
+}
+
+// k_binades * k_tail_cells tail cells, then k_centre_cells centre cells.
+constexpr std::size_t k_tail_polys = static_cast<std::size_t>(k_binades) * k_tail_cells;
+
+const std::vector<poly>& table() {
+  static const std::vector<poly> t = [] {
+    std::vector<poly> s;
+    s.reserve(k_tail_polys + k_centre_cells);
+    for (int b = 0; b < k_binades; ++b)
+      for (int c = 0; c < k_tail_cells; ++c)
+        s.push_back(fit([&](long double u) {
+          const long double m = 1 + (c + 0.5L + u / 2) / k_tail_cells;
+          return solve(std::ldexp(m, k_min_exponent + b), true);
+        }));
+    for (int c = 0; c < k_centre_cells; ++c)
+      s.push_back(fit([&](long double u) {
+        const long double a = std::sqrt((c + 0.5L + u / 2) / (4 * k_centre_cells));
+        return solve(a, false) / a;
+      }));
     return s;
   }();
   return t;
 }
 
-// The starting point: linear interpolation in the table, relative error below ~1e-5.
-double start(float y, bool complement, double a) {
-  const start_table& t = table();
-  if (!complement) {
-    const double u = a * (2 * k_cells);
-    const int k = static_cast<int>(u) < k_cells ? static_cast<int>(u) : k_cells - 1;
-    const double w = u - k;
-    return a * (t.centre[k] * (1 - w) + t.centre[k + 1] * w);
-  }
-  int e;
-  const float m = std::frexp(y, &e);  // y = m * 2^e, m in [1/2, 1)
-  const int b = e - 1 - k_min_exponent;
-  if (b < 0) return std::sqrt(-std::log(static_cast<double>(y)));  // below the table
-  const double u = (2.0 * m - 1.0) * k_cells;
-  const int k = static_cast<int>(u);
-  const double w = u - k;
-  const double* row = &t.tail[static_cast<std::size_t>(b) * (k_cells + 1)];
-  return row[k] * (1 - w) + row[k + 1] * w;
-}
-
 }  // namespace
 
+double erfcinv_fast(float y) {
+  const std::vector<poly>& t = table();
+  if (y >= 0.5f) {
+    const double a = 1.0 - static_cast<double>(y);
+    const double s = a * a * (4 * k_centre_cells);  // in [0, k_centre_cells]
+    const int c = s < k_centre_cells ? static_cast<int>(s) : k_centre_cells - 1;
+    return a * t[k_tail_polys + c](2 * (s - c) - 1);
+  }
+  std::uint32_t bits;
+  std::memcpy(&bits, &y, sizeof bits);
+  const int b = static_cast<int>(bits >> 23) - 127 - k_min_exponent;
+  if (b < 0) return std::numeric_limits<double>::quiet_NaN();
+  const std::uint32_t frac = bits & 0x7fffffu;
+  const int c = static_cast<int>(frac >> 19);
+  const double u = (static_cast<double>(frac & 0x7ffffu) - 0x1p18) * 0x1p-18;
+  return t[static_cast<std::size_t>(b) * k_tail_cells + c](u);
+}
+
 float erfcinv_float(float y) {
-  const bool complement = y < 0.5f;
-  const double a = complement ? 0.0 : 1.0 - static_cast<double>(y);
-  const double target = complement ? static_cast<double>(y) : a;
-  if (!complement && a == 0) return 0.0f;
-  double x = start(y, complement, a);
-  x = halley(x, target, complement);
-  if (complement && y < 0x1p-32f) x = halley(halley(x, target, true), target, true);  // rough start
-  // Near a rounding boundary between two floats, decide in long double.
-  constexpr double eps = 0x1p-40;
-  if (static_cast<float>(x * (1 - eps)) != static_cast<float>(x * (1 + eps))) {
+  const double x = erfcinv_fast(y);  // +0 for y = 1
+  // Near a rounding boundary between two floats (or outside the table), decide in long double.
+  constexpr double eps = 0x1p-42;
+  if (std::isnan(x) || static_cast<float>(x * (1 - eps)) != static_cast<float>(x * (1 + eps))) [[unlikely]] {
+    const bool complement = y < 0.5f;
+    const long double target = complement ? static_cast<long double>(y) : 1.0L - y;
+    if (std::isnan(x)) return static_cast<float>(solve(target, complement));
     long double xl = x;
-    for (int i = 0; i < 2; ++i) xl = halley(xl, static_cast<long double>(target), complement);
+    for (int i = 0; i < 2; ++i) xl = halley_step(xl, residual(xl, target, complement), complement);
     return static_cast<float>(xl);
   }
   return static_cast<float>(x);

@@ -232,12 +232,15 @@ void run_bench(const bench_options& o) {
       {kr::rng_type::philox4_32_10, kr::distribution::normal}, {kr::rng_type::xorwow, kr::distribution::raw},
       {kr::rng_type::xorwow, kr::distribution::uniform},       {kr::rng_type::xorwow, kr::distribution::normal},
       {kr::rng_type::mrg32k3a, kr::distribution::uniform},     {kr::rng_type::mrg32k3a, kr::distribution::normal},
+      {kr::rng_type::mtgp32, kr::distribution::raw},           {kr::rng_type::mtgp32, kr::distribution::uniform},
+      {kr::rng_type::mtgp32, kr::distribution::normal},
   };
   const unsigned all = std::max(1u, std::thread::hardware_concurrency());
   std::vector<unsigned char> buf(o.count * 4);
   nlohmann::json results = nlohmann::json::array();
   const kr::dist_params params{0.0, 1.0, 1.0};
   for (const auto& [type, dist] : cases) {
+    if (type == kr::rng_type::mtgp32 && !kr::mtgp32_default_tables().tables) continue;  // no parameter sets
     double curand_gsps = 0;
     if (ref.available()) {
       std::unique_ptr<kr::curand_generator> g;
