@@ -7,9 +7,10 @@
 // (set_offset answers TYPE_ERROR, in generator.cpp); a seed or ordering different from the
 // current one restarts the stream at its first word.
 //
-// Each block keeps its state after the rounds it has computed and the words of its latest
-// round; a call computes every block's rounds independently (in parallel over blocks), so
-// the output does not depend on the number of workers.
+// Each block keeps its state after the rounds it has computed (as a linear array, so that the
+// round vectorizes: mtgp32_simd.hpp) and the words of its latest round; a call computes every
+// block's rounds independently (in parallel over blocks), so the output does not depend on
+// the number of workers or the SIMD level.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -19,20 +20,43 @@
 #include "keel/random/distributions.hpp"
 #include "keel/random/mtgp32.hpp"
 #include "keel/random/mtgp32_tables.hpp"
+#include "mtgp32_simd.hpp"
 #include "normal_icdf.hpp"
+#include "simd.hpp"
 
 namespace keel::random::detail {
 namespace {
 
 constexpr std::size_t k_round = k_mtgp32_threads;
 
+void linear_round_scalar(std::uint32_t* x, const mtgp32_params& p, std::uint32_t* out) {
+  for (int t = 0; t < k_mtgp32_threads; ++t) {
+    const std::uint32_t r = mtgp32_recursion(p, x[t], x[t + 1], x[t + p.pos]);
+    x[t + k_mtgp32_n] = r;
+    out[t] = mtgp32_temper(p, r, x[t + p.pos - 1]);
+  }
+}
+
+mtgp32_round_fn round_for(simd::level l) {
+  switch (l) {
+    case simd::level::avx512: return simd::avx512::mtgp32_linear_round;
+    case simd::level::avx2: return simd::avx2::mtgp32_linear_round;
+    default: return linear_round_scalar;
+  }
+}
+
 struct block {
-  mtgp32_state state;
-  std::uint32_t last[k_round];  // the words of round rounds - 1 if a call ended inside it
-  std::uint64_t rounds = 0;     // rounds computed
+  std::uint32_t x[k_mtgp32_linear];  // the last N words, then room for a round (mtgp32_simd.hpp)
+  std::uint32_t last[k_round];       // the words of round rounds - 1 if a call ended inside it
+  std::uint64_t rounds = 0;          // rounds computed
+
+  void round(mtgp32_round_fn fn, const mtgp32_params& p, std::uint32_t* out) {
+    fn(x, p, out);
+    std::memmove(x, x + k_round, k_mtgp32_n * sizeof(std::uint32_t));
+  }
 };
 
-// cuRAND's conversions of the words w[0..count) to out[at..at+count).
+// cuRAND's conversions of the words w[0..count) to out[at..at+count), count <= 256.
 void emit(const request& r, const std::uint32_t* w, std::size_t count, std::size_t at) {
   const float mean = static_cast<float>(r.mean), sd = static_cast<float>(r.stddev);
   switch (r.what) {
@@ -51,18 +75,22 @@ void emit(const request& r, const std::uint32_t* w, std::size_t count, std::size
     }
     case kind::normal: {
       float* o = static_cast<float*>(r.out) + at;
-      for (std::size_t i = 0; i < count; ++i) o[i] = normal_icdf_float(w[i]) * sd + mean;
+      normal_icdf_floats(w, count, o);
+      for (std::size_t i = 0; i < count; ++i) o[i] = o[i] * sd + mean;
       return;
     }
     case kind::normal_double: {
-      // libcurand converts the float normal, not a double one.
+      // libcurand widens the float normal; it does not compute a double one.
+      float z[k_round];
+      normal_icdf_floats(w, count, z);
       double* o = static_cast<double*>(r.out) + at;
-      for (std::size_t i = 0; i < count; ++i) o[i] = static_cast<double>(normal_icdf_float(w[i])) * r.stddev + r.mean;
+      for (std::size_t i = 0; i < count; ++i) o[i] = static_cast<double>(z[i]) * r.stddev + r.mean;
       return;
     }
     case kind::log_normal: {
       float* o = static_cast<float*>(r.out) + at;
-      for (std::size_t i = 0; i < count; ++i) o[i] = ::expf(mean + sd * normal_icdf_float(w[i]));
+      normal_icdf_floats(w, count, o);
+      for (std::size_t i = 0; i < count; ++i) o[i] = ::expf(mean + sd * o[i]);
       return;
     }
     case kind::log_normal_double:
@@ -91,6 +119,7 @@ class mtgp32_engine final : public engine {
     if (blocks_.empty()) start();
     const std::uint64_t b_count = blocks_.size(), stride = k_round * b_count;
     const std::uint64_t first = words_, end = words_ + r.n;
+    const mtgp32_round_fn fn = round_for(simd::active_level());
     parallel_for(blocks_.size(), workers_for(r.n, r.threads), [&](std::size_t bb, std::size_t be) {
       std::uint32_t buf[k_round];
       for (std::size_t b = bb; b < be; ++b) {
@@ -108,12 +137,12 @@ class mtgp32_engine final : public engine {
           const std::size_t at = static_cast<std::size_t>(s - first);
           const std::size_t take = static_cast<std::size_t>(std::min<std::uint64_t>(k_round, end - s));
           if (take == k_round && r.what == kind::u32) {
-            mtgp32_round(blk.state, p, static_cast<std::uint32_t*>(r.out) + at);
+            blk.round(fn, p, static_cast<std::uint32_t*>(r.out) + at);
             continue;
           }
           // A round cut by the end of the call is kept for the next call.
           std::uint32_t* w = take == k_round ? buf : blk.last;
-          mtgp32_round(blk.state, p, w);
+          blk.round(fn, p, w);
           emit(r, w, take, at);
         }
       }
@@ -137,8 +166,11 @@ class mtgp32_engine final : public engine {
   }
   void start() {
     blocks_.resize(order_ == ordering::pseudo_legacy ? 64 : 192);
-    for (std::size_t b = 0; b < blocks_.size(); ++b)
-      mtgp32_init(blocks_[b].state, tables_->sets[b], mtgp32_block_seed(seed_, static_cast<unsigned>(b)));
+    mtgp32_state st;
+    for (std::size_t b = 0; b < blocks_.size(); ++b) {
+      mtgp32_init(st, tables_->sets[b], mtgp32_block_seed(seed_, static_cast<unsigned>(b)));
+      std::memcpy(blocks_[b].x, st.s, k_mtgp32_n * sizeof(std::uint32_t));  // offset 0: in order
+    }
   }
 
   std::shared_ptr<const mtgp32_tables> tables_;

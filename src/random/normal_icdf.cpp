@@ -8,6 +8,8 @@
 #include <numbers>
 #include <vector>
 
+#include "simd.hpp"
+
 namespace keel::random::detail {
 namespace {
 
@@ -53,10 +55,10 @@ long double solve(long double target, bool complement) {
 // 2^-32 .. 2^-2 and each binade into 16 cells of m; the cell and the variable u in [-1, 1)
 // come straight from y's bits. At and above 1/2, erfinv(a) / a (a = 1 - y <= 1/2) is an even
 // function, fitted in s = a^2 on 4 cells of [0, 1/4]. The relative error is about 1e-16.
-constexpr int k_degree = 8;
-constexpr int k_tail_cells = 16;  // per binade
-constexpr int k_centre_cells = 4;
-constexpr int k_min_exponent = -32;             // smallest binade: [2^-32, 2^-31)
+constexpr int k_degree = k_icdf_terms - 1;
+constexpr int k_tail_cells = k_icdf_tail_cells;
+constexpr int k_centre_cells = k_icdf_centre_cells;
+constexpr int k_min_exponent = k_icdf_min_exponent;
 constexpr int k_binades = -1 - k_min_exponent;  // 2^-32 .. 2^-2, i.e. y < 1/2
 
 struct poly {
@@ -106,7 +108,8 @@ poly fit(F&& f) {
 }
 
 // k_binades * k_tail_cells tail cells, then k_centre_cells centre cells.
-constexpr std::size_t k_tail_polys = static_cast<std::size_t>(k_binades) * k_tail_cells;
+constexpr std::size_t k_tail_polys = k_icdf_tail_polys;
+static_assert(k_icdf_tail_polys == k_binades * k_tail_cells && sizeof(poly) == k_icdf_terms * sizeof(double));
 
 const std::vector<poly>& table() {
   static const std::vector<poly> t = [] {
@@ -129,6 +132,8 @@ const std::vector<poly>& table() {
 }
 
 }  // namespace
+
+const double* erfcinv_coefficients() { return table().front().c; }
 
 double erfcinv_fast(float y) {
   const std::vector<poly>& t = table();
@@ -161,6 +166,16 @@ float erfcinv_float(float y) {
     return static_cast<float>(xl);
   }
   return static_cast<float>(x);
+}
+
+void normal_icdf_floats(const std::uint32_t* w, std::size_t n, float* z) {
+  std::size_t done = 0;
+  switch (simd::active_level()) {
+    case simd::level::avx512: done = simd::avx512::normal_icdf_floats(w, n, z); break;
+    case simd::level::avx2: done = simd::avx2::normal_icdf_floats(w, n, z); break;
+    default: break;
+  }
+  for (std::size_t i = done; i < n; ++i) z[i] = normal_icdf_float(w[i]);
 }
 
 }  // namespace keel::random::detail

@@ -12,6 +12,7 @@
 // Thread-safe; the table is immutable after first use.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <numbers>
 
@@ -25,6 +26,17 @@ float erfcinv_float(float y);
 // NaN for y < 2^-32, which the table does not cover (no 32-bit word gives such a y).
 double erfcinv_fast(float y);
 
+// The fast path's table, for the SIMD kernels (normal_icdf_kernels.inc): polynomial `cell`
+// has the monomial coefficients erfcinv_coefficients()[cell * k_icdf_terms + k], k = 0..8,
+// in u in [-1, 1). Cells below 1/2: (exponent of y + 32) * 16 + the top 4 mantissa bits of y;
+// then k_icdf_centre_cells cells of erfinv(a) / a in a^2 (normal_icdf.cpp has the details).
+inline constexpr int k_icdf_terms = 9;
+inline constexpr int k_icdf_tail_cells = 16;
+inline constexpr int k_icdf_centre_cells = 4;
+inline constexpr int k_icdf_min_exponent = -32;
+inline constexpr int k_icdf_tail_polys = (-1 - k_icdf_min_exponent) * k_icdf_tail_cells;
+const double* erfcinv_coefficients();
+
 // cuRAND's _curand_normal_icdf(x): a standard normal float from a 32-bit word.
 inline float normal_icdf_float(std::uint32_t x) {
   float s = -std::numbers::sqrt2_v<float>;
@@ -34,6 +46,18 @@ inline float normal_icdf_float(std::uint32_t x) {
   }
   const float p = uniform_float(x);
   return s * erfcinv_float(2.0f * p);
+}
+
+// z[i] = normal_icdf_float(w[i]) for i < n, vectorized at the active SIMD level.
+void normal_icdf_floats(const std::uint32_t* w, std::size_t n, float* z);
+
+// The SIMD kernels: they compute a prefix of the batch (a multiple of their width) and return
+// its length; normal_icdf_floats does the rest.
+namespace simd::avx2 {
+std::size_t normal_icdf_floats(const std::uint32_t* w, std::size_t n, float* z);
+}
+namespace simd::avx512 {
+std::size_t normal_icdf_floats(const std::uint32_t* w, std::size_t n, float* z);
 }
 
 }  // namespace keel::random::detail

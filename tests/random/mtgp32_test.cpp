@@ -18,6 +18,8 @@
 #include "keel/random/mtgp32.hpp"
 #include "keel/random/mtgp32_tables.hpp"
 
+#include "../../src/random/simd.hpp"
+
 namespace kr = keel::random;
 
 namespace {
@@ -256,6 +258,33 @@ TEST(random_mtgp32, output_is_independent_of_threads_and_splits) {
     EXPECT_EQ(run(3, {n}, order), one);
     EXPECT_EQ(run(2, {1, 255, 256, 257, 49151, 49153, 3, n - 1 - 255 - 256 - 257 - 49151 - 49153 - 3}, order), one);
   }
+}
+
+// The AVX2 and AVX-512 rounds and inverse-CDF kernels give the scalar path's bits.
+TEST(random_mtgp32, output_is_independent_of_the_simd_level) {
+  if (!real_tables()) GTEST_SKIP() << kr::mtgp32_default_tables().description;
+  namespace simd = keel::random::detail::simd;
+  const simd::level saved = simd::active_level();
+  constexpr std::size_t n = 3 * 192 * 256 + 77;
+  auto run = [&](simd::level l) {
+    simd::force_level(l);
+    kr::generator g(kr::rng_type::mtgp32);
+    g.set_threads(1);
+    g.set_seed(31337);
+    std::vector<std::uint32_t> raw(n);
+    std::vector<float> normal(n);
+    EXPECT_EQ(g.generate(raw.data(), n), kr::status::success);
+    EXPECT_EQ(g.generate_normal(normal.data(), n, 0.5f, 2.0f), kr::status::success);
+    return std::make_pair(raw, normal);
+  };
+  const auto scalar = run(simd::level::scalar);
+  for (auto l : {simd::level::avx2, simd::level::avx512}) {
+    const auto v = run(l);
+    EXPECT_EQ(v.first, scalar.first) << static_cast<int>(simd::active_level());
+    EXPECT_EQ(std::memcmp(v.second.data(), scalar.second.data(), n * sizeof(float)), 0)
+        << static_cast<int>(simd::active_level());
+  }
+  simd::force_level(saved);
 }
 
 TEST(random_mtgp32, seed_and_ordering_changes_restart_the_stream) {
