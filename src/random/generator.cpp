@@ -69,7 +69,8 @@ unsigned resolve_threads(unsigned threads) {
 }  // namespace
 
 generator::generator(rng_type type) : type_(type), engine_(make_engine(type)) {
-  if (!engine_ && type == rng_type::mtgp32) throw invalid_argument("keel::random: " + mtgp32_default_tables().description);
+  if (!engine_ && type == rng_type::mtgp32)
+    throw invalid_argument("keel::random: " + mtgp32_default_tables().description);
   if (!engine_) throw invalid_argument("keel::random: generator type " + std::string(to_string(type)) +
                                        " is not implemented");
 }

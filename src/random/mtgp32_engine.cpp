@@ -93,17 +93,18 @@ void emit(const request& r, const std::uint32_t* w, std::size_t count, std::size
       for (std::size_t i = 0; i < count; ++i) o[i] = ::expf(mean + sd * o[i]);
       return;
     }
-    case kind::log_normal_double:
-      return;  // refused in generate()
+    case kind::log_normal_double: return;  // refused in generate()
   }
 }
 
 class mtgp32_engine final : public engine {
  public:
-  explicit mtgp32_engine(std::shared_ptr<const mtgp32_tables> tables) : tables_(std::move(tables)) {}
+  explicit mtgp32_engine(std::shared_ptr<const mtgp32_tables> tables)
+      : tables_(std::move(tables)) {}
 
   status set_ordering(ordering order) override {
-    if (order != ordering::pseudo_best && order != ordering::pseudo_default && order != ordering::pseudo_legacy)
+    if (order != ordering::pseudo_best && order != ordering::pseudo_default &&
+        order != ordering::pseudo_legacy)
       return status::out_of_range;
     if (order != order_) {
       order_ = order;
@@ -133,9 +134,11 @@ class mtgp32_engine final : public engine {
             emit(r, blk.last + from, static_cast<std::size_t>(to - from), 0);
           }
         }
-        for (std::uint64_t s = blk.rounds * stride + b * k_round; s < end; s = ++blk.rounds * stride + b * k_round) {
+        for (std::uint64_t s = blk.rounds * stride + b * k_round; s < end;
+             s = ++blk.rounds * stride + b * k_round) {
           const std::size_t at = static_cast<std::size_t>(s - first);
-          const std::size_t take = static_cast<std::size_t>(std::min<std::uint64_t>(k_round, end - s));
+          const std::size_t take =
+              static_cast<std::size_t>(std::min<std::uint64_t>(k_round, end - s));
           if (take == k_round && r.what == kind::u32) {
             blk.round(fn, p, static_cast<std::uint32_t*>(r.out) + at);
             continue;

@@ -3,12 +3,15 @@
 #include <fmt/format.h>
 
 #include <cctype>
+#include <cerrno>
 #include <cstdlib>
 #include <fstream>
 #include <istream>
 #include <iterator>
 #include <ostream>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "keel/core/error.hpp"
 
@@ -22,11 +25,14 @@ constexpr const char* k_array_name = "mtgp32dc_params_fast_11213";
 // Checks one set; `where` gives the location for the message.
 template <class Where>
 void validate(const mtgp32_params& p, long long mexp, Where&& where) {
-  if (mexp != k_mtgp32_mexp) where(fmt::format("Mersenne exponent {}, expected {}", mexp, k_mtgp32_mexp));
+  if (mexp != k_mtgp32_mexp)
+    where(fmt::format("Mersenne exponent {}, expected {}", mexp, k_mtgp32_mexp));
   if (p.pos < 1 || p.pos > k_mtgp32_n - k_mtgp32_threads)
     where(fmt::format("pos {} outside 1..{}", p.pos, k_mtgp32_n - k_mtgp32_threads));
-  if (p.sh1 < 1 || p.sh1 > 31 || p.sh2 < 1 || p.sh2 > 31) where(fmt::format("shifts {} {} outside 1..31", p.sh1, p.sh2));
-  if (p.mask != k_mtgp32_mask) where(fmt::format("mask {:08x}, expected {:08x}", p.mask, k_mtgp32_mask));
+  if (p.sh1 < 1 || p.sh1 > 31 || p.sh2 < 1 || p.sh2 > 31)
+    where(fmt::format("shifts {} {} outside 1..31", p.sh1, p.sh2));
+  if (p.mask != k_mtgp32_mask)
+    where(fmt::format("mask {:08x}, expected {:08x}", p.mask, k_mtgp32_mask));
   for (int i = 0; i < 16; ++i) {
     std::uint32_t t = 0, m = 0;
     for (int k = 0; k < 4; ++k)
@@ -35,16 +41,11 @@ void validate(const mtgp32_params& p, long long mexp, Where&& where) {
         m ^= p.tmp_tbl[1 << k];
       }
     if (p.tbl[i] != t) where(fmt::format("tbl[{}] is not the sum of its index bits' entries", i));
-    if (p.tmp_tbl[i] != m) where(fmt::format("tmp_tbl[{}] is not the sum of its index bits' entries", i));
+    if (p.tmp_tbl[i] != m)
+      where(fmt::format("tmp_tbl[{}] is not the sum of its index bits' entries", i));
     if (p.flt_tmp_tbl[i] != ((p.tmp_tbl[i] >> 9) | 0x3f800000u))
       where(fmt::format("flt_tmp_tbl[{}] is not (tmp_tbl[{}] >> 9) | 0x3f800000", i, i));
   }
-}
-
-void check_count(const mtgp32_tables& t, const std::string& source, std::size_t line) {
-  if (t.sets.size() != static_cast<std::size_t>(k_mtgp32_param_sets))
-    throw parse_error(source, line, 1,
-                      fmt::format("{} parameter sets, expected {}", t.sets.size(), k_mtgp32_param_sets));
 }
 
 // ---- the CUDA header: a C initializer of nested braces and integer literals -----------------
@@ -58,7 +59,8 @@ struct node {
 
 class initializer_parser {
  public:
-  initializer_parser(std::string text, const std::string& source) : text_(std::move(text)), source_(source) {}
+  initializer_parser(std::string text, const std::string& source)
+      : text_(std::move(text)), source_(source) {}
 
   // Blanks out comments and preprocessor lines (keeping newlines, so positions stay right) and
   // returns the initializer of `name`.
@@ -98,7 +100,8 @@ class initializer_parser {
         for (; k < stop; ++k)
           if (text_[k] != '\n') text_[k] = ' ';
         --k;
-      } else if ((c == '/' && k + 1 < text_.size() && text_[k + 1] == '/') || (c == '#' && line_start)) {
+      } else if ((c == '/' && k + 1 < text_.size() && text_[k + 1] == '/') ||
+                 (c == '#' && line_start)) {
         for (; k < text_.size() && text_[k] != '\n'; ++k) text_[k] = ' ';
         line_start = true;
         continue;
@@ -114,17 +117,18 @@ class initializer_parser {
   }
   char peek() const { return i_ < text_.size() ? text_[i_] : '\0'; }
 
-  node value() {
+  node value(int depth = 0) {
     skip();
     node n;
     n.at = i_;
     if (peek() == '{') {
+      if (depth > 2) fail(i_, "braces nested deeper than a table of parameter sets");
       n.list = true;
       ++i_;
       for (;;) {
         skip();
         if (peek() == '}') break;
-        n.items.push_back(value());
+        n.items.push_back(value(depth + 1));
         skip();
         if (peek() == ',') {
           ++i_;
@@ -176,10 +180,12 @@ mtgp32_tables parse_mtgp32_cuda_header(std::istream& in, const std::string& sour
   const node root = parser.parse(k_array_name);
   mtgp32_tables t;
   t.source = source;
-  // Each element: {mexp, pos, sh1, sh2, {tbl x16}, {tmp_tbl x16}, {flt_tmp_tbl x16}, mask, {sha1 x21}}.
+  // Each element: {mexp, pos, sh1, sh2, {tbl x16}, {tmp_tbl x16}, {flt_tmp_tbl x16}, mask, {sha1
+  // x21}}.
   for (const node& set : root.items) {
     auto scalar = [&](std::size_t k) {
-      if (k >= set.items.size() || set.items[k].list) parser.fail(set.at, fmt::format("element {} is not an integer", k));
+      if (k >= set.items.size() || set.items[k].list)
+        parser.fail(set.at, fmt::format("element {} is not an integer", k));
       return set.items[k].value;
     };
     auto words = [&](std::size_t k, std::uint32_t* out) {
@@ -206,7 +212,8 @@ mtgp32_tables parse_mtgp32_cuda_header(std::istream& in, const std::string& sour
     t.sets.push_back(p);
   }
   if (t.sets.size() != static_cast<std::size_t>(k_mtgp32_param_sets))
-    parser.fail(root.at, fmt::format("{} parameter sets, expected {}", t.sets.size(), k_mtgp32_param_sets));
+    parser.fail(root.at,
+                fmt::format("{} parameter sets, expected {}", t.sets.size(), k_mtgp32_param_sets));
   return t;
 }
 
@@ -221,15 +228,19 @@ mtgp32_tables read_mtgp32_tables(std::istream& in, const std::string& source) {
     std::istringstream fields(line);
     std::vector<std::string> f{std::istream_iterator<std::string>(fields), {}};
     if (f.size() != 53)
-      throw parse_error(source, line_no, 1, fmt::format("{} fields, expected 53 (see keel/random/mtgp32_tables.hpp)", f.size()));
+      throw parse_error(
+          source, line_no, 1,
+          fmt::format("{} fields, expected 53 (see keel/random/mtgp32_tables.hpp)", f.size()));
     auto number = [&](std::size_t k, int base) {
       const char* s = f[k].c_str();
       char* end = nullptr;
       errno = 0;
       const unsigned long long v = std::strtoull(s, &end, base);
-      if (*s == '-' || *end != '\0' || errno != 0 || (base == 16 && v > 0xffffffffull) || (base == 10 && v > 1u << 20))
+      if (*s == '-' || *end != '\0' || errno != 0 || (base == 16 && v > 0xffffffffull) ||
+          (base == 10 && v > 1u << 20))
         throw parse_error(source, line_no, line.find(f[k]) + 1,
-                          fmt::format("field {} '{}' is not a {} number", k + 1, f[k], base == 16 ? "hexadecimal 32-bit" : "decimal"));
+                          fmt::format("field {} '{}' is not a {} number", k + 1, f[k],
+                                      base == 16 ? "hexadecimal 32-bit" : "decimal"));
       return v;
     };
     mtgp32_params p;
@@ -246,15 +257,21 @@ mtgp32_tables read_mtgp32_tables(std::istream& in, const std::string& source) {
     validate(p, mexp, [&](const std::string& m) { throw parse_error(source, line_no, 1, m); });
     t.sets.push_back(p);
   }
-  check_count(t, source, line_no);
+  if (t.sets.size() != static_cast<std::size_t>(k_mtgp32_param_sets))
+    throw parse_error(
+        source, line_no, 1,
+        fmt::format("{} parameter sets, expected {}", t.sets.size(), k_mtgp32_param_sets));
   return t;
 }
 
 void write_mtgp32_tables(std::ostream& out, const mtgp32_tables& tables) {
-  out << "# keel mtgp32 parameter sets (exponent " << k_mtgp32_mexp << "), read from " << tables.source << "\n"
-      << "# mexp pos sh1 sh2 mask tbl[16] tmp_tbl[16] flt_tmp_tbl[16]; format: keel/random/mtgp32_tables.hpp\n";
+  out << "# keel mtgp32 parameter sets (exponent " << k_mtgp32_mexp << "), read from "
+      << tables.source << "\n"
+      << "# mexp pos sh1 sh2 mask tbl[16] tmp_tbl[16] flt_tmp_tbl[16]; format: "
+         "keel/random/mtgp32_tables.hpp\n";
   for (const auto& p : tables.sets) {
-    std::string line = fmt::format("{} {} {} {} {:08x}", k_mtgp32_mexp, p.pos, p.sh1, p.sh2, p.mask);
+    std::string line =
+        fmt::format("{} {} {} {} {:08x}", k_mtgp32_mexp, p.pos, p.sh1, p.sh2, p.mask);
     for (const auto* tbl : {p.tbl, p.tmp_tbl, p.flt_tmp_tbl})
       for (int j = 0; j < 16; ++j) line += fmt::format(" {:08x}", tbl[j]);
     out << line << '\n';
@@ -279,15 +296,18 @@ mtgp32_table_lookup find_mtgp32_tables() {
 #endif
     if (dir.empty()) {
       r.description =
-          "mtgp32 parameter sets not found: set KEEL_MTGP32_PARAMS to a file written by `keel rand export-tables "
+          "mtgp32 parameter sets not found: set KEEL_MTGP32_PARAMS to a file written by `keel rand "
+          "export-tables "
           "--mtgp32`, or KEEL_CUDA_INCLUDE_DIR to the CUDA toolkit's include directory";
       return r;
     }
     const std::string path = dir + "/" + k_header_name;
     if (!std::ifstream(path)) {
       r.description = fmt::format(
-          "mtgp32 parameter sets not found: no {} (set KEEL_MTGP32_PARAMS to a file written by `keel rand "
-          "export-tables --mtgp32`, or KEEL_CUDA_INCLUDE_DIR to the CUDA toolkit's include directory)",
+          "mtgp32 parameter sets not found: no {} (set KEEL_MTGP32_PARAMS to a file written by "
+          "`keel rand "
+          "export-tables --mtgp32`, or KEEL_CUDA_INCLUDE_DIR to the CUDA toolkit's include "
+          "directory)",
           path);
       return r;
     }

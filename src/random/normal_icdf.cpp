@@ -45,7 +45,8 @@ T solve_from(T x, T target, bool complement) {
 
 // erfcinv to long double precision: solved in double (fast) and finished in long double.
 long double solve(long double target, bool complement) {
-  const double start = complement ? std::sqrt(-std::log(static_cast<double>(target))) : static_cast<double>(target);
+  const double start =
+      complement ? std::sqrt(-std::log(static_cast<double>(target))) : static_cast<double>(target);
   const double x = solve_from(start, static_cast<double>(target), complement);
   return solve_from(static_cast<long double>(x), target, complement);
 }
@@ -109,7 +110,8 @@ poly fit(F&& f) {
 
 // k_binades * k_tail_cells tail cells, then k_centre_cells centre cells.
 constexpr std::size_t k_tail_polys = k_icdf_tail_polys;
-static_assert(k_icdf_tail_polys == k_binades * k_tail_cells && sizeof(poly) == k_icdf_terms * sizeof(double));
+static_assert(k_icdf_tail_polys == k_binades * k_tail_cells &&
+              sizeof(poly) == k_icdf_terms * sizeof(double));
 
 const std::vector<poly>& table() {
   static const std::vector<poly> t = [] {
@@ -157,7 +159,8 @@ float erfcinv_float(float y) {
   const double x = erfcinv_fast(y);  // +0 for y = 1
   // Near a rounding boundary between two floats (or outside the table), decide in long double.
   constexpr double eps = 0x1p-42;
-  if (std::isnan(x) || static_cast<float>(x * (1 - eps)) != static_cast<float>(x * (1 + eps))) [[unlikely]] {
+  if (std::isnan(x) || static_cast<float>(x * (1 - eps)) != static_cast<float>(x * (1 + eps)))
+      [[unlikely]] {
     const bool complement = y < 0.5f;
     const long double target = complement ? static_cast<long double>(y) : 1.0L - y;
     if (std::isnan(x)) return static_cast<float>(solve(target, complement));

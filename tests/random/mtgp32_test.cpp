@@ -65,23 +65,27 @@ std::string header_of(const kr::mtgp32_tables& t) {
   std::ostringstream s;
   s << "/* a comment with { braces } */\n#if !defined X\n#define X\n#include \"curand_mtgp32.h\"\n"
        "static const int mtgpdc_params_11213_num = 200;\n"
-       "#if (__cplusplus >= 201703L)\ninline mtgp32_params_fast_t mtgp32dc_params_fast_11213[]\n#else\n"
+       "#if (__cplusplus >= 201703L)\ninline mtgp32_params_fast_t "
+       "mtgp32dc_params_fast_11213[]\n#else\n"
        "static mtgp32_params_fast_t mtgp32dc_params_fast_11213[]\n#endif\n = {\n";
   for (const auto& p : t.sets) {
-    s << "    {\n        /* No.x delta:1 weight:2 */\n        11213,\n        " << p.pos << ",\n        " << p.sh1
-      << ",\n        " << p.sh2 << ",\n";
+    s << "    {\n        /* No.x delta:1 weight:2 */\n        11213,\n        " << p.pos
+      << ",\n        " << p.sh1 << ",\n        " << p.sh2 << ",\n";
     for (const auto* tbl : {p.tbl, p.tmp_tbl, p.flt_tmp_tbl}) {
       s << "        {";
-      for (int j = 0; j < 16; ++j) s << "(0x" << std::hex << tbl[j] << std::dec << ")" << (j < 15 ? ",\n" : "},\n");
+      for (int j = 0; j < 16; ++j)
+        s << "(0x" << std::hex << tbl[j] << std::dec << ")" << (j < 15 ? ",\n" : "},\n");
     }
-    s << "        (0x" << std::hex << p.mask << std::dec << "),\n        {0x86,0x1e,0x5b,0x00}\n    },\n";
+    s << "        (0x" << std::hex << p.mask << std::dec
+      << "),\n        {0x86,0x1e,0x5b,0x00}\n    },\n";
   }
   s << "};\n#endif\n";
   return s.str();
 }
 
 // The recursion as the definition states it, over a growing array: no ring, no rounds.
-std::vector<std::uint32_t> sequential(const kr::mtgp32_params& p, std::uint32_t seed, std::size_t n) {
+std::vector<std::uint32_t> sequential(const kr::mtgp32_params& p, std::uint32_t seed,
+                                      std::size_t n) {
   kr::mtgp32_state st{};
   kr::mtgp32_init(st, p, seed);
   std::vector<std::uint32_t> x(st.s, st.s + kr::k_mtgp32_n), out;
@@ -99,7 +103,8 @@ bool real_tables() { return kr::mtgp32_default_tables().tables != nullptr; }
 static_assert(kr::k_mtgp32_n == 351 && kr::k_mtgp32_mask == 0xfff80000u);
 static_assert(kr::mtgp32_block_seed(0, 0) == 1 && kr::mtgp32_block_seed(1234, 5) == 1240);
 // seed ^ (seed >> 32) keeps the low word of the high half folded in.
-static_assert(kr::mtgp32_block_seed(0x0000000100000001ull, 0) == 1 && kr::mtgp32_block_seed(~0ull, 2) == 3);
+static_assert(kr::mtgp32_block_seed(0x0000000100000001ull, 0) == 1 &&
+              kr::mtgp32_block_seed(~0ull, 2) == 3);
 
 TEST(random_mtgp32, rounds_equal_the_sequential_recursion) {
   std::mt19937 rng(1);
@@ -194,6 +199,8 @@ TEST(random_mtgp32, cuda_header_initializer_is_parsed) {
     EXPECT_EQ(e.line(), 18u) << e.what();  // the first table entry
     EXPECT_EQ(e.column(), 11u) << e.what();
   }
+  std::istringstream deep("mtgp32dc_params_fast_11213[] = {{{{{1}}}}};");
+  EXPECT_THROW(kr::parse_mtgp32_cuda_header(deep, "h.h"), keel::parse_error);
   std::istringstream none("int x = 1;");
   EXPECT_THROW(kr::parse_mtgp32_cuda_header(none, "h.h"), keel::parse_error);
 }
@@ -224,7 +231,8 @@ TEST(random_mtgp32, lookup_follows_the_environment) {
 
 TEST(random_mtgp32, generator_exists_exactly_when_the_sets_do) {
   std::unique_ptr<kr::generator> g;
-  EXPECT_EQ(kr::generator::create(kr::rng_type::mtgp32, g), real_tables() ? kr::status::success : kr::status::type_error);
+  EXPECT_EQ(kr::generator::create(kr::rng_type::mtgp32, g),
+            real_tables() ? kr::status::success : kr::status::type_error);
   if (!real_tables()) EXPECT_THROW(kr::generator{kr::rng_type::mtgp32}, keel::invalid_argument);
 }
 
@@ -256,7 +264,10 @@ TEST(random_mtgp32, output_is_independent_of_threads_and_splits) {
     const auto one = run(1, {n}, order);
     EXPECT_EQ(run(2, {n}, order), one);
     EXPECT_EQ(run(3, {n}, order), one);
-    EXPECT_EQ(run(2, {1, 255, 256, 257, 49151, 49153, 3, n - 1 - 255 - 256 - 257 - 49151 - 49153 - 3}, order), one);
+    EXPECT_EQ(
+        run(2, {1, 255, 256, 257, 49151, 49153, 3, n - 1 - 255 - 256 - 257 - 49151 - 49153 - 3},
+            order),
+        one);
   }
 }
 
@@ -303,7 +314,8 @@ TEST(random_mtgp32, seed_and_ordering_changes_restart_the_stream) {
   h.set_seed(5);  // changed and back: a restart
   h.generate(again.data(), 1000);
   EXPECT_TRUE(std::equal(again.begin(), again.end(), first.begin()));
-  EXPECT_EQ(h.set_ordering(kr::ordering::pseudo_best), kr::status::success);  // another ordering: a restart
+  EXPECT_EQ(h.set_ordering(kr::ordering::pseudo_best),
+            kr::status::success);  // another ordering: a restart
   h.generate(again.data(), 1000);
   EXPECT_TRUE(std::equal(again.begin(), again.end(), first.begin()));
   EXPECT_EQ(h.set_ordering(kr::ordering::pseudo_seeded), kr::status::out_of_range);

@@ -37,10 +37,13 @@ TEST(random_normal_icdf, nearest_float_and_fast_path_error_on_a_sweep) {
   std::size_t checked = 0;
   double worst = 0;
   for (std::uint64_t x = 0; x <= 0x80000000ull; x += (x < 4096 ? 1 : 9973)) {
-    const float y = 2.0f * (static_cast<float>(static_cast<std::uint32_t>(x)) * 2.3283064e-10f + 2.3283064e-10f / 2.0f);
+    const float y = 2.0f * (static_cast<float>(static_cast<std::uint32_t>(x)) * 2.3283064e-10f +
+                            2.3283064e-10f / 2.0f);
     const long double exact = reference_erfcinv(y);
     ASSERT_EQ(kd::erfcinv_float(y), static_cast<float>(exact)) << "y = " << y;
-    if (y < 1.0f) worst = std::max(worst, static_cast<double>(std::fabs((kd::erfcinv_fast(y) - exact) / exact)));
+    if (y < 1.0f)
+      worst =
+          std::max(worst, static_cast<double>(std::fabs((kd::erfcinv_fast(y) - exact) / exact)));
     ++checked;
   }
   EXPECT_GT(checked, 200000u);

@@ -355,10 +355,11 @@ void add_rand_commands(CLI::App& root) {
 
   // export-tables: tables keel reads at run time, written in keel's documented formats.
   auto eo = std::make_shared<std::pair<bool, std::string>>(false, std::string());
-  CLI::App* exp = group->add_subcommand("export-tables", "Write the tables keel reads at run time to a file");
-  exp->add_flag("--mtgp32", eo->first, "MTGP32's parameter sets (format: keel/random/mtgp32_tables.hpp)");
-  exp->add_option("--out", eo->second, "Output file")->required();
-  exp->callback([eo] {
+  CLI::App* export_tables =
+      group->add_subcommand("export-tables", "Write the tables keel reads at run time to a file");
+  export_tables->add_flag("--mtgp32", eo->first, "MTGP32's parameter sets (format: keel/random/mtgp32_tables.hpp)");
+  export_tables->add_option("--out", eo->second, "Output file")->required();
+  export_tables->callback([eo] {
     if (!eo->first) throw keel::invalid_argument("export-tables: name a table to export (--mtgp32)");
     const auto& lookup = kr::mtgp32_default_tables();
     if (!lookup.tables) throw keel::invalid_argument(lookup.description);

@@ -28,7 +28,9 @@ KEEL_HD constexpr double uniform_double(std::uint32_t x, std::uint32_t y) {
 
 // Uniform double in (0, 1] from one word, as cuRAND's 32-bit generators (MTGP32) give it:
 // x * 2^-32 + 2^-32.
-KEEL_HD constexpr double uniform_double_32(std::uint32_t x) { return static_cast<double>(x) * 0x1p-32 + 0x1p-32; }
+KEEL_HD constexpr double uniform_double_32(std::uint32_t x) {
+  return static_cast<double>(x) * 0x1p-32 + 0x1p-32;
+}
 
 // Box-Muller arguments: u in (0, 1] and the angle v in (0, 2pi).
 KEEL_HD constexpr float box_muller_u(std::uint32_t x) { return uniform_float(x); }

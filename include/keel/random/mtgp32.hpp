@@ -27,7 +27,8 @@ inline constexpr int k_mtgp32_ring = 1024;                 // cuRAND's state arr
 inline constexpr int k_mtgp32_threads = 256;               // words per round of a block
 inline constexpr int k_mtgp32_param_sets = 200;
 // Only the top 13 bits of x[i] enter the recursion: 32 * N - mexp = 19 low bits are masked off.
-inline constexpr std::uint32_t k_mtgp32_mask = ~std::uint32_t{0} << (32 * k_mtgp32_n - k_mtgp32_mexp);
+inline constexpr std::uint32_t k_mtgp32_mask = ~std::uint32_t{0}
+                                               << (32 * k_mtgp32_n - k_mtgp32_mexp);
 
 // One parameter set, as MTGP's dynamic creator prints it (mtgp32_params_fast_t without the
 // redundant exponent and the polynomial's digest).
@@ -69,8 +70,8 @@ KEEL_HD constexpr void mtgp32_init(mtgp32_state& st, const mtgp32_params& p, std
 }
 
 // The recursion f(x[i], x[i+1], x[i+pos]).
-KEEL_HD constexpr std::uint32_t mtgp32_recursion(const mtgp32_params& p, std::uint32_t x1, std::uint32_t x2,
-                                                 std::uint32_t y) {
+KEEL_HD constexpr std::uint32_t mtgp32_recursion(const mtgp32_params& p, std::uint32_t x1,
+                                                 std::uint32_t x2, std::uint32_t y) {
   std::uint32_t x = (x1 & p.mask) ^ x2;
   x ^= x << p.sh1;
   y = x ^ (y >> p.sh2);
@@ -78,14 +79,16 @@ KEEL_HD constexpr std::uint32_t mtgp32_recursion(const mtgp32_params& p, std::ui
 }
 
 // Tempering of a new word v with t = x[i+pos-1]: the 32-bit output.
-KEEL_HD constexpr std::uint32_t mtgp32_temper(const mtgp32_params& p, std::uint32_t v, std::uint32_t t) {
+KEEL_HD constexpr std::uint32_t mtgp32_temper(const mtgp32_params& p, std::uint32_t v,
+                                              std::uint32_t t) {
   t ^= t >> 16;
   t ^= t >> 8;
   return v ^ p.tmp_tbl[t & 0x0fu];
 }
 
 // Tempering to the bits of a float in [1, 2) (MTGP's single-precision output).
-KEEL_HD constexpr std::uint32_t mtgp32_temper_float_bits(const mtgp32_params& p, std::uint32_t v, std::uint32_t t) {
+KEEL_HD constexpr std::uint32_t mtgp32_temper_float_bits(const mtgp32_params& p, std::uint32_t v,
+                                                         std::uint32_t t) {
   t ^= t >> 16;
   t ^= t >> 8;
   return (v >> 9) ^ p.flt_tmp_tbl[t & 0x0fu];
@@ -97,7 +100,8 @@ KEEL_HD constexpr void mtgp32_round(mtgp32_state& st, const mtgp32_params& p, st
   constexpr int m = k_mtgp32_ring - 1;
   const int o = st.offset;
   for (int t = 0; t < k_mtgp32_threads; ++t) {
-    const std::uint32_t r = mtgp32_recursion(p, st.s[(o + t) & m], st.s[(o + t + 1) & m], st.s[(o + t + p.pos) & m]);
+    const std::uint32_t r =
+        mtgp32_recursion(p, st.s[(o + t) & m], st.s[(o + t + 1) & m], st.s[(o + t + p.pos) & m]);
     st.s[(o + t + k_mtgp32_n) & m] = r;
     out[t] = mtgp32_temper(p, r, st.s[(o + t + p.pos - 1) & m]);
   }
