@@ -37,11 +37,29 @@ void linear_round_scalar(std::uint32_t* x, const mtgp32_params& p, std::uint32_t
   }
 }
 
-mtgp32_round_fn round_for(simd::level l) {
+void uniform_floats_scalar(const std::uint32_t* w, std::size_t n, float* out) {
+  for (std::size_t i = 0; i < n; ++i) out[i] = uniform_float(w[i]);
+}
+void uniform_doubles_32_scalar(const std::uint32_t* w, std::size_t n, double* out) {
+  for (std::size_t i = 0; i < n; ++i) out[i] = uniform_double_32(w[i]);
+}
+
+// The kernels of one SIMD level.
+struct kernels {
+  mtgp32_round_fn round;
+  void (*uniform)(const std::uint32_t*, std::size_t, float*);
+  void (*uniform_double)(const std::uint32_t*, std::size_t, double*);
+};
+
+kernels kernels_for(simd::level l) {
+  namespace a2 = simd::avx2;
+  namespace a5 = simd::avx512;
   switch (l) {
-    case simd::level::avx512: return simd::avx512::mtgp32_linear_round;
-    case simd::level::avx2: return simd::avx2::mtgp32_linear_round;
-    default: return linear_round_scalar;
+    case simd::level::avx512:
+      return {a5::mtgp32_linear_round, a5::uniform_floats, a5::uniform_doubles_32};
+    case simd::level::avx2:
+      return {a2::mtgp32_linear_round, a2::uniform_floats, a2::uniform_doubles_32};
+    default: return {linear_round_scalar, uniform_floats_scalar, uniform_doubles_32_scalar};
   }
 }
 
@@ -57,22 +75,15 @@ struct block {
 };
 
 // cuRAND's conversions of the words w[0..count) to out[at..at+count), count <= 256.
-void emit(const request& r, const std::uint32_t* w, std::size_t count, std::size_t at) {
+void emit(const request& r, const kernels& k, const std::uint32_t* w, std::size_t count,
+          std::size_t at) {
   const float mean = static_cast<float>(r.mean), sd = static_cast<float>(r.stddev);
   switch (r.what) {
     case kind::u32:
       std::memcpy(static_cast<std::uint32_t*>(r.out) + at, w, count * sizeof(std::uint32_t));
       return;
-    case kind::uniform: {
-      float* o = static_cast<float*>(r.out) + at;
-      for (std::size_t i = 0; i < count; ++i) o[i] = uniform_float(w[i]);
-      return;
-    }
-    case kind::uniform_double: {
-      double* o = static_cast<double*>(r.out) + at;
-      for (std::size_t i = 0; i < count; ++i) o[i] = uniform_double_32(w[i]);
-      return;
-    }
+    case kind::uniform: k.uniform(w, count, static_cast<float*>(r.out) + at); return;
+    case kind::uniform_double: k.uniform_double(w, count, static_cast<double*>(r.out) + at); return;
     case kind::normal: {
       float* o = static_cast<float*>(r.out) + at;
       normal_icdf_floats(w, count, o);
@@ -120,7 +131,7 @@ class mtgp32_engine final : public engine {
     if (blocks_.empty()) start();
     const std::uint64_t b_count = blocks_.size(), stride = k_round * b_count;
     const std::uint64_t first = words_, end = words_ + r.n;
-    const mtgp32_round_fn fn = round_for(simd::active_level());
+    const kernels k = kernels_for(simd::active_level());
     parallel_for(blocks_.size(), workers_for(r.n, r.threads), [&](std::size_t bb, std::size_t be) {
       std::uint32_t buf[k_round];
       for (std::size_t b = bb; b < be; ++b) {
@@ -131,7 +142,7 @@ class mtgp32_engine final : public engine {
           const std::uint64_t s = (blk.rounds - 1) * stride + b * k_round;
           if (s + k_round > first) {
             const std::uint64_t from = first - s, to = std::min<std::uint64_t>(k_round, end - s);
-            emit(r, blk.last + from, static_cast<std::size_t>(to - from), 0);
+            emit(r, k, blk.last + from, static_cast<std::size_t>(to - from), 0);
           }
         }
         for (std::uint64_t s = blk.rounds * stride + b * k_round; s < end;
@@ -140,13 +151,13 @@ class mtgp32_engine final : public engine {
           const std::size_t take =
               static_cast<std::size_t>(std::min<std::uint64_t>(k_round, end - s));
           if (take == k_round && r.what == kind::u32) {
-            blk.round(fn, p, static_cast<std::uint32_t*>(r.out) + at);
+            blk.round(k.round, p, static_cast<std::uint32_t*>(r.out) + at);
             continue;
           }
           // A round cut by the end of the call is kept for the next call.
           std::uint32_t* w = take == k_round ? buf : blk.last;
-          blk.round(fn, p, w);
-          emit(r, w, take, at);
+          blk.round(k.round, p, w);
+          emit(r, k, w, take, at);
         }
       }
     });

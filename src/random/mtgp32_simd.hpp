@@ -8,6 +8,7 @@
 // its own round, so the 256 lanes are independent and vectorize directly.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "keel/random/mtgp32.hpp"
@@ -18,11 +19,17 @@ inline constexpr int k_mtgp32_linear = k_mtgp32_n + k_mtgp32_threads;
 
 using mtgp32_round_fn = void (*)(std::uint32_t* x, const mtgp32_params& p, std::uint32_t* out);
 
+// The round, and cuRAND's uniform float and 32-bit uniform double conversions of n words.
+#define KEEL_MTGP32_KERNELS                                                               \
+  void mtgp32_linear_round(std::uint32_t* x, const mtgp32_params& p, std::uint32_t* out); \
+  void uniform_floats(const std::uint32_t* w, std::size_t n, float* out);                 \
+  void uniform_doubles_32(const std::uint32_t* w, std::size_t n, double* out);
 namespace simd::avx2 {
-void mtgp32_linear_round(std::uint32_t* x, const mtgp32_params& p, std::uint32_t* out);
+KEEL_MTGP32_KERNELS
 }
 namespace simd::avx512 {
-void mtgp32_linear_round(std::uint32_t* x, const mtgp32_params& p, std::uint32_t* out);
+KEEL_MTGP32_KERNELS
 }
+#undef KEEL_MTGP32_KERNELS
 
 }  // namespace keel::random::detail
