@@ -21,6 +21,9 @@ namespace {
 
 constexpr const char* k_header_name = "curand_mtgp32dc_p_11213.h";
 constexpr const char* k_array_name = "mtgp32dc_params_fast_11213";
+constexpr const char* k_hint =
+    "set KEEL_MTGP32_PARAMS to a file written by `keel rand export-tables --mtgp32`, or "
+    "KEEL_CUDA_INCLUDE_DIR to the CUDA toolkit's include directory";
 
 // Checks one set; `where` gives the location for the message.
 template <class Where>
@@ -180,8 +183,8 @@ mtgp32_tables parse_mtgp32_cuda_header(std::istream& in, const std::string& sour
   const node root = parser.parse(k_array_name);
   mtgp32_tables t;
   t.source = source;
-  // Each element: {mexp, pos, sh1, sh2, {tbl x16}, {tmp_tbl x16}, {flt_tmp_tbl x16}, mask, {sha1
-  // x21}}.
+  // Each element: {mexp, pos, sh1, sh2, {tbl x16}, {tmp_tbl x16}, {flt_tmp_tbl x16}, mask,
+  // {SHA-1 digest x21}}.
   for (const node& set : root.items) {
     auto scalar = [&](std::size_t k) {
       if (k >= set.items.size() || set.items[k].list)
@@ -295,20 +298,12 @@ mtgp32_table_lookup find_mtgp32_tables() {
       dir = KEEL_CUDA_INCLUDE_DIR;
 #endif
     if (dir.empty()) {
-      r.description =
-          "mtgp32 parameter sets not found: set KEEL_MTGP32_PARAMS to a file written by `keel rand "
-          "export-tables "
-          "--mtgp32`, or KEEL_CUDA_INCLUDE_DIR to the CUDA toolkit's include directory";
+      r.description = fmt::format("mtgp32 parameter sets not found: {}", k_hint);
       return r;
     }
     const std::string path = dir + "/" + k_header_name;
     if (!std::ifstream(path)) {
-      r.description = fmt::format(
-          "mtgp32 parameter sets not found: no {} (set KEEL_MTGP32_PARAMS to a file written by "
-          "`keel rand "
-          "export-tables --mtgp32`, or KEEL_CUDA_INCLUDE_DIR to the CUDA toolkit's include "
-          "directory)",
-          path);
+      r.description = fmt::format("mtgp32 parameter sets not found: no {} ({})", path, k_hint);
       return r;
     }
     r.tables = load(path, false);
