@@ -7,6 +7,7 @@
 #include "engines.hpp"
 #include "keel/core/error.hpp"
 #include "keel/random/sobol_tables.hpp"
+#include "keel/random/mtgp32_tables.hpp"
 #include "simd.hpp"
 
 namespace keel::random {
@@ -61,6 +62,8 @@ std::unique_ptr<detail::engine> make_engine(rng_type type) {
       return detail::make_scrambled_sobol32_engine();
     case rng_type::mt19937:
       return detail::make_mt19937_engine();
+    case rng_type::mtgp32:
+      return detail::make_mtgp32_engine();
     default:
       return nullptr;
   }
@@ -77,6 +80,8 @@ generator::generator(rng_type type) : type_(type), engine_(make_engine(type)) {
   std::string why;
   if (!engine_ && type == rng_type::scrambled_sobol32 && !sobol32_scramble_tables(&why))
     throw invalid_argument("keel::random: " + why);
+  if (!engine_ && type == rng_type::mtgp32)
+    throw invalid_argument("keel::random: " + mtgp32_default_tables().description);
   if (!engine_) throw invalid_argument("keel::random: generator type " + std::string(to_string(type)) +
                                        " is not implemented");
 }

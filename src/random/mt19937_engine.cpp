@@ -73,18 +73,18 @@ void convert(const request& r, const std::uint32_t* w, std::size_t n, std::size_
       return;
     case kind::uniform: {
       float* o = static_cast<float*>(r.out) + at;
-      for (std::size_t i = 0; i < n; ++i) o[i] = static_cast<float>(uniform_double_32(w[i]));
+      for (std::size_t i = 0; i < n; ++i) o[i] = static_cast<float>(uniform_double_32_mid(w[i]));
       return;
     }
     case kind::uniform_double: {
       double* o = static_cast<double*>(r.out) + at;
-      for (std::size_t i = 0; i < n; ++i) o[i] = uniform_double_32(w[i]);
+      for (std::size_t i = 0; i < n; ++i) o[i] = uniform_double_32_mid(w[i]);
       return;
     }
     case kind::normal:
     case kind::log_normal: {
       float* o = static_cast<float*>(r.out) + at;
-      normal_icdf_float(w, o, n);
+      normal_icdf_floats(w, n, o);
       const float mean = static_cast<float>(r.mean), sd = static_cast<float>(r.stddev);
       if (r.what == kind::normal)
         for (std::size_t i = 0; i < n; ++i) o[i] = o[i] * sd + mean;

@@ -1,4 +1,4 @@
-// Internal: the MT19937 hot loops and the vector steps of its inverse-CDF normal, written once
+// Internal: the MT19937 hot loops, written once
 // (mt19937_kernels.inc, GCC vector extensions without intrinsics) and compiled three times: at
 // the base instruction set (scalar level, mt19937_engine.cpp), with AVX2 (simd_avx2.cpp) and
 // with AVX-512 (simd_avx512.cpp). All three do the same operations in the same order and give
@@ -28,17 +28,7 @@ inline constexpr std::size_t k_mt19937_jump_scratch = 8 * k_mt19937_jump_table;
   void mt19937_jump(std::uint32_t* w, const std::uint32_t* windows, std::size_t count, std::uint32_t* scratch); \
   /* Row r (0..77) of `count` generators whose blocks follow each other (624 words apart): the   \
      eight tempered words of generator k go to out[8k .. 8k + 8). */                              \
-  void mt19937_row(const std::uint32_t* blocks, std::size_t count, unsigned r, std::uint32_t* out); \
-  /* r[i] = sum_k c[k] T_k(x[i]), k < terms, for x[i] in [-1, 1] (the inverse-CDF normal's fits; \
-     every level computes the same doubles). */                                                   \
-  void chebyshev_sum(const double* c, int terms, const double* x, double* r, std::size_t n);     \
-  /* The inverse-CDF normal's first step: y = 2p and the sign s = -+sqrt(2) per word (s = 0 and \
-     y = 1/2 for the word 2^31, whose value is 0). */                                             \
-  void icdf_prepare(const std::uint32_t* x, float* y, float* s, std::size_t n);                  \
-  /* z = -s * (float)e where the rounding is certain within the relative margin; returns how     \
-     many are not (listed in unsure: those and the s = 0 ones, to finish by the caller). */       \
-  std::size_t icdf_finish(const double* e, const float* s, float* z, double margin, std::uint16_t* unsure, \
-                          std::size_t n);
+  void mt19937_row(const std::uint32_t* blocks, std::size_t count, unsigned r, std::uint32_t* out);
 
 namespace scalar {
 KEEL_MT19937_KERNEL_DECLS

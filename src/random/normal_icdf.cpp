@@ -1,196 +1,184 @@
 #include "normal_icdf.hpp"
 
+#include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstring>
+#include <limits>
+#include <numbers>
 #include <vector>
 
-#include "keel/random/distributions.hpp"
-#include "mt19937_kernels.hpp"
 #include "simd.hpp"
 
 namespace keel::random::detail {
 namespace {
 
-// erfcinv(y) = erfinv(w), w = 1 - y (exact in double for float y >= 1/4), written as
-// w * H(w^2) on [1/4, 1]; below 1/4 as T(t), t = sqrt(-ln y), for y down to 2^-32
-// (the smallest 2p). Both H and T are analytic on their intervals, so Chebyshev
-// interpolation converges geometrically: degree 19 gives H to 7e-16, degree 27 T to 2e-15.
-constexpr double k_y_split = 0.25;
-constexpr double k_u_max = (1 - k_y_split) * (1 - k_y_split);
-constexpr double k_t_min = 1.1774100225154747;  // sqrt(ln 4)
-constexpr double k_t_max = 4.75;                // > sqrt(32 ln 2)
-constexpr int k_h_terms = 20, k_t_terms = 28;
-// Bound on the relative error of the double value, with a wide margin over the measured one
-// (erfcinv_fit_error; the tests check it). Inside it, the float rounding is decided exactly.
-constexpr double k_margin = 1e-13;
+// erfcinv(y) is found as the root of erfc(x) = y for y < 1/2 and of erf(x) = 1 - y above (1 - y
+// is exact there), where each is well conditioned. Halley's step for f(x) = erf(x) - a or
+// erfc(x) - y, both with f''/f' = -2x: x - f / (f' + x f).
+template <class T>
+T halley_step(T x, T f, bool complement) {
+  const T two_over_sqrt_pi = T(2) / std::sqrt(std::numbers::pi_v<T>);
+  const T d = (complement ? -two_over_sqrt_pi : two_over_sqrt_pi) * std::exp(-x * x);
+  return x - f / (d + x * f);
+}
+template <class T>
+T residual(T x, T target, bool complement) {
+  return complement ? std::erfc(x) - target : std::erf(x) - target;
+}
 
-constexpr long double k_2_sqrt_pi = 1.1283791670955125738961589031215452L;
-
-long double erfinv_newton(long double w, long double x) {
-  for (int i = 0; i < 3; ++i) x -= (erfl(x) - w) / (k_2_sqrt_pi * expl(-x * x));
+// A safeguarded solver: Halley steps from x, kept inside a bisection bracket.
+template <class T>
+T solve_from(T x, T target, bool complement) {
+  T lo = 0, hi = 30;
+  for (int i = 0; i < 200; ++i) {
+    const T f = residual(x, target, complement);
+    // erfc decreases, erf increases.
+    ((f > 0) == complement ? lo : hi) = x;
+    const T next = halley_step(x, f, complement);
+    // Halley converges cubically: after a step this small only erf's rounding is left.
+    if (std::fabs(next - x) <= 64 * std::numeric_limits<T>::epsilon() * x) return next;
+    x = next >= lo && next <= hi ? next : (lo + hi) / 2;
+  }
   return x;
 }
-long double erfcinv_newton(long double y, long double x) {
-  for (int i = 0; i < 3; ++i) x += (erfcl(x) - y) / (k_2_sqrt_pi * expl(-x * x));
-  return x;
-}
-// A start for Newton's method anywhere in (0, 1]: bisection on erfc.
-long double erfcinv_bisect(long double y) {
-  long double lo = 0, hi = 7;
-  for (int i = 0; i < 64; ++i) {
-    const long double m = (lo + hi) / 2;
-    (erfcl(m) > y ? lo : hi) = m;
-  }
-  return (lo + hi) / 2;
+
+// erfcinv to long double precision: solved in double (fast) and finished in long double.
+long double solve(long double target, bool complement) {
+  const double start =
+      complement ? std::sqrt(-std::log(static_cast<double>(target))) : static_cast<double>(target);
+  const double x = solve_from(start, static_cast<double>(target), complement);
+  return solve_from(static_cast<long double>(x), target, complement);
 }
 
-// The Chebyshev interpolant of f on [a, b] with `terms` terms (at the Chebyshev points).
-struct chebyshev {
-  double a, b;
-  std::vector<double> c;
+// The fast path: piecewise polynomials of degree 8, fitted at first use by interpolation at
+// Chebyshev nodes of values solve() gives. Below 1/2, y = m * 2^e is split into binades
+// 2^-32 .. 2^-2 and each binade into 16 cells of m; the cell and the variable u in [-1, 1)
+// come straight from y's bits. At and above 1/2, erfinv(a) / a (a = 1 - y <= 1/2) is an even
+// function, fitted in s = a^2 on 4 cells of [0, 1/4]. The relative error is about 1e-16.
+constexpr int k_degree = k_icdf_terms - 1;
+constexpr int k_tail_cells = k_icdf_tail_cells;
+constexpr int k_centre_cells = k_icdf_centre_cells;
+constexpr int k_min_exponent = k_icdf_min_exponent;
+constexpr int k_binades = -1 - k_min_exponent;  // 2^-32 .. 2^-2, i.e. y < 1/2
 
-  template <class F>
-  chebyshev(F f, double lo, double hi, int terms) : a(lo), b(hi), c(terms) {
-    const long double pi = 3.1415926535897932384626433832795029L;
-    std::vector<long double> fv(terms);
-    for (int i = 0; i < terms; ++i) fv[i] = f(0.5L * (a + b) + 0.5L * (b - a) * cosl(pi * (i + 0.5L) / terms));
-    for (int k = 0; k < terms; ++k) {
-      long double s = 0;
-      for (int i = 0; i < terms; ++i) s += fv[i] * cosl(pi * k * (i + 0.5L) / terms);
-      c[k] = static_cast<double>(s * 2 / terms / (k == 0 ? 2 : 1));
-    }
+struct poly {
+  double c[k_degree + 1];  // monomial coefficients in u
+  // Estrin's scheme: a shorter dependency chain than Horner's.
+  double operator()(double u) const {
+    static_assert(k_degree == 8);
+    const double u2 = u * u, u4 = u2 * u2;
+    const double a = (c[0] + c[1] * u) + u2 * (c[2] + c[3] * u);
+    const double b = (c[4] + c[5] * u) + u2 * (c[6] + c[7] * u);
+    return a + u4 * (b + u4 * c[8]);
   }
-  double map(double x) const { return (2 * x - a - b) / (b - a); }
 };
 
-struct fits {
-  chebyshev h, t;
-};
-
-const fits& erfcinv_fits() {
-  static const fits* f = new fits{chebyshev(
-                                      [](long double u) -> long double {
-                                        if (u == 0) return 0.88622692545275801364908374167057259L;  // sqrt(pi) / 2
-                                        const long double w = sqrtl(u);
-                                        return erfinv_newton(w, erfcinv_bisect(1 - w)) / w;
-                                      },
-                                      0.0, k_u_max, k_h_terms),
-                                  chebyshev(
-                                      [](long double t) -> long double {
-                                        const long double y = expl(-t * t);
-                                        return erfcinv_newton(y, erfcinv_bisect(y));
-                                      },
-                                      k_t_min, k_t_max, k_t_terms)};
-  return *f;
-}
-
-// The vector kernels at the SIMD level in use (every level gives the same values).
-void chebyshev_sum(const double* c, int terms, const double* x, double* r, std::size_t n) {
-  switch (simd::active_level()) {
-    case simd::level::avx512: return simd::avx512::chebyshev_sum(c, terms, x, r, n);
-    case simd::level::avx2: return simd::avx2::chebyshev_sum(c, terms, x, r, n);
-    default: return simd::scalar::chebyshev_sum(c, terms, x, r, n);
+// Interpolates f on [-1, 1] at the Chebyshev nodes and returns the polynomial's monomial
+// coefficients (computed in long double).
+template <class F>
+poly fit(F&& f) {
+  constexpr int n = k_degree + 1;
+  // cos(pi * i / (2n)) for i in [0, 4n): the nodes are cos(pi (2j + 1) / (2n)).
+  static const auto cosines = [] {
+    std::array<long double, 4 * n> c;
+    for (int i = 0; i < 4 * n; ++i) c[i] = std::cos(std::numbers::pi_v<long double> * i / (2 * n));
+    return c;
+  }();
+  long double values[n], cheb[n] = {}, mono[n] = {}, t_prev[n] = {}, t_cur[n] = {}, t_next[n];
+  for (int j = 0; j < n; ++j) values[j] = f(cosines[2 * j + 1]);
+  for (int k = 0; k < n; ++k) {
+    for (int j = 0; j < n; ++j) cheb[k] += values[j] * cosines[k * (2 * j + 1) % (4 * n)];
+    cheb[k] *= (k == 0 ? 1.0L : 2.0L) / n;
   }
-}
-void icdf_prepare(const std::uint32_t* x, float* y, float* s, std::size_t n) {
-  switch (simd::active_level()) {
-    case simd::level::avx512: return simd::avx512::icdf_prepare(x, y, s, n);
-    case simd::level::avx2: return simd::avx2::icdf_prepare(x, y, s, n);
-    default: return simd::scalar::icdf_prepare(x, y, s, n);
-  }
-}
-std::size_t icdf_finish(const double* e, const float* s, float* z, std::uint16_t* unsure, std::size_t n) {
-  switch (simd::active_level()) {
-    case simd::level::avx512: return simd::avx512::icdf_finish(e, s, z, k_margin, unsure, n);
-    case simd::level::avx2: return simd::avx2::icdf_finish(e, s, z, k_margin, unsure, n);
-    default: return simd::scalar::icdf_finish(e, s, z, k_margin, unsure, n);
-  }
-}
-
-long double erfcinv_exact(double y, double start) {
-  return y >= k_y_split ? erfinv_newton(1.0L - y, start) : erfcinv_newton(y, start);
-}
-
-constexpr std::size_t k_batch = 512;
-constexpr std::size_t k_pad = 32;  // the vector kernel's widest step (4 vectors of 8 doubles)
-
-// erfcinv(y[i]) in double for n <= k_batch floats in (0, 1): the arguments of the two fits
-// gathered, summed by the vector kernel (padded to whole steps with zeros), scattered back.
-void erfcinv_double(const float* y, double* e, std::size_t n) {
-  const fits& f = erfcinv_fits();
-  double xh[k_batch + k_pad], xt[k_batch + k_pad], rh[k_batch + k_pad], rt[k_batch + k_pad];
-  std::uint16_t ih[k_batch], it[k_batch];
-  std::size_t nh = 0, nt = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    if (y[i] >= k_y_split) {
-      const double w = 1.0 - y[i];
-      xh[nh] = f.h.map(w * w);
-      ih[nh++] = static_cast<std::uint16_t>(i);
-    } else {
-      xt[nt] = f.t.map(std::sqrt(-std::log(static_cast<double>(y[i]))));
-      it[nt++] = static_cast<std::uint16_t>(i);
+  // Sum cheb[k] T_k(u) with T_0 = 1, T_1 = u, T_{k+1} = 2u T_k - T_{k-1}, in monomials.
+  t_prev[0] = 1;
+  t_cur[1] = 1;
+  mono[0] = cheb[0];
+  for (int k = 1; k < n; ++k) {
+    for (int i = 0; i < n; ++i) mono[i] += cheb[k] * t_cur[i];
+    for (int i = 0; i < n; ++i) t_next[i] = (i > 0 ? 2 * t_cur[i - 1] : 0) - t_prev[i];
+    for (int i = 0; i < n; ++i) {
+      t_prev[i] = t_cur[i];
+      t_cur[i] = t_next[i];
     }
   }
-  const std::size_t ph = (nh + k_pad - 1) / k_pad * k_pad, pt = (nt + k_pad - 1) / k_pad * k_pad;
-  for (std::size_t j = nh; j < ph; ++j) xh[j] = 0.0;
-  for (std::size_t j = nt; j < pt; ++j) xt[j] = 0.0;
-  chebyshev_sum(f.h.c.data(), k_h_terms, xh, rh, ph);
-  chebyshev_sum(f.t.c.data(), k_t_terms, xt, rt, pt);
-  for (std::size_t j = 0; j < nh; ++j) e[ih[j]] = (1.0 - y[ih[j]]) * rh[j];
-  for (std::size_t j = 0; j < nt; ++j) e[it[j]] = rt[j];
+  poly p;
+  for (int i = 0; i < n; ++i) p.c[i] = static_cast<double>(mono[i]);
+  return p;
 }
 
-float round_erfcinv(float y, double e) {
-  const float lo = static_cast<float>(e * (1 - k_margin)), hi = static_cast<float>(e * (1 + k_margin));
-  if (lo == hi) return lo;
-  return static_cast<float>(erfcinv_exact(y, e));
+// k_binades * k_tail_cells tail cells, then k_centre_cells centre cells.
+constexpr std::size_t k_tail_polys = k_icdf_tail_polys;
+static_assert(k_icdf_tail_polys == k_binades * k_tail_cells &&
+              sizeof(poly) == k_icdf_terms * sizeof(double));
+
+const std::vector<poly>& table() {
+  static const std::vector<poly> t = [] {
+    std::vector<poly> s;
+    s.reserve(k_tail_polys + k_centre_cells);
+    for (int b = 0; b < k_binades; ++b)
+      for (int c = 0; c < k_tail_cells; ++c)
+        s.push_back(fit([&](long double u) {
+          const long double m = 1 + (c + 0.5L + u / 2) / k_tail_cells;
+          return solve(std::ldexp(m, k_min_exponent + b), true);
+        }));
+    for (int c = 0; c < k_centre_cells; ++c)
+      s.push_back(fit([&](long double u) {
+        const long double a = std::sqrt((c + 0.5L + u / 2) / (4 * k_centre_cells));
+        return solve(a, false) / a;
+      }));
+    return s;
+  }();
+  return t;
 }
 
 }  // namespace
 
+const double* erfcinv_coefficients() { return table().front().c; }
+
+double erfcinv_fast(float y) {
+  const std::vector<poly>& t = table();
+  if (y >= 0.5f) {
+    const double a = 1.0 - static_cast<double>(y);
+    const double s = a * a * (4 * k_centre_cells);  // in [0, k_centre_cells]
+    const int c = s < k_centre_cells ? static_cast<int>(s) : k_centre_cells - 1;
+    return a * t[k_tail_polys + c](2 * (s - c) - 1);
+  }
+  std::uint32_t bits;
+  std::memcpy(&bits, &y, sizeof bits);
+  const int b = static_cast<int>(bits >> 23) - 127 - k_min_exponent;
+  if (b < 0) return std::numeric_limits<double>::quiet_NaN();
+  const std::uint32_t frac = bits & 0x7fffffu;
+  const int c = static_cast<int>(frac >> 19);
+  const double u = (static_cast<double>(frac & 0x7ffffu) - 0x1p18) * 0x1p-18;
+  return t[static_cast<std::size_t>(b) * k_tail_cells + c](u);
+}
+
 float erfcinv_float(float y) {
-  if (y >= 1.0f) return 0.0f;
-  double e;
-  erfcinv_double(&y, &e, 1);
-  return round_erfcinv(y, e);
-}
-
-void normal_icdf_float(const std::uint32_t* x, float* z, std::size_t n) {
-  for (std::size_t i = 0; i < n; i += k_batch) {
-    const std::size_t m = n - i < k_batch ? n - i : k_batch;
-    float y[k_batch], s[k_batch];
-    double e[k_batch];
-    std::uint16_t unsure[k_batch];
-    icdf_prepare(x + i, y, s, m);
-    erfcinv_double(y, e, m);
-    const std::size_t k = icdf_finish(e, s, z + i, unsure, m);
-    for (std::size_t j = 0; j < k; ++j) {
-      const std::size_t l = unsure[j];
-      z[i + l] = s[l] == 0.0f ? -0.0f : -s[l] * static_cast<float>(erfcinv_exact(y[l], e[l]));
-    }
+  const double x = erfcinv_fast(y);  // +0 for y = 1
+  // Near a rounding boundary between two floats (or outside the table), decide in long double.
+  constexpr double eps = 0x1p-42;
+  if (std::isnan(x) || static_cast<float>(x * (1 - eps)) != static_cast<float>(x * (1 + eps)))
+      [[unlikely]] {
+    const bool complement = y < 0.5f;
+    const long double target = complement ? static_cast<long double>(y) : 1.0L - y;
+    if (std::isnan(x)) return static_cast<float>(solve(target, complement));
+    long double xl = x;
+    for (int i = 0; i < 2; ++i) xl = halley_step(xl, residual(xl, target, complement), complement);
+    return static_cast<float>(xl);
   }
+  return static_cast<float>(x);
 }
 
-float normal_icdf_float(std::uint32_t x) {
-  float z;
-  normal_icdf_float(&x, &z, 1);
-  return z;
-}
-
-double erfcinv_fit_error(std::uint32_t samples) {
-  double worst = 0;
-  const std::uint32_t step = 0x80000000u / samples;
-  for (std::uint32_t k = 0; k < samples; ++k) {
-    // Spread over the half range, the top words (y near 1) and the bottom ones (y near 2^-32).
-    for (std::uint32_t x : {k * step + (k % 977), 0x80000000u - 1 - k, k}) {
-      const float y = 2.0f * uniform_float(x);
-      if (y >= 1.0f) continue;
-      double e;
-      erfcinv_double(&y, &e, 1);
-      const long double ex = erfcinv_exact(y, e);
-      worst = std::fmax(worst, static_cast<double>(fabsl((e - ex) / ex)));
-    }
+void normal_icdf_floats(const std::uint32_t* w, std::size_t n, float* z) {
+  std::size_t done = 0;
+  switch (simd::active_level()) {
+    case simd::level::avx512: done = simd::avx512::normal_icdf_floats(w, n, z); break;
+    case simd::level::avx2: done = simd::avx2::normal_icdf_floats(w, n, z); break;
+    default: break;
   }
-  return worst;
+  for (std::size_t i = done; i < n; ++i) z[i] = normal_icdf_float(w[i]);
 }
 
 }  // namespace keel::random::detail

@@ -58,7 +58,7 @@ void sobol_simd::convert_scalar(const request& r, const std::uint32_t* x, std::s
     }
     case kind::uniform_double: {
       double* out = static_cast<double*>(r.out) + at;
-      for (std::size_t i = 0; i < n; ++i) out[i] = uniform_double_quasi(x[i]);
+      for (std::size_t i = 0; i < n; ++i) out[i] = uniform_double_32(x[i]);
       return;
     }
     case kind::normal: {

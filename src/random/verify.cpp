@@ -7,6 +7,7 @@
 #include "keel/core/error.hpp"
 #include "keel/random/curand_reference.hpp"
 #include "keel/random/sobol.hpp"
+#include "keel/random/mtgp32_tables.hpp"
 
 namespace keel::random {
 
@@ -152,6 +153,8 @@ std::vector<verify_case> standard_cases(std::size_t length, bool full, std::uint
       {rng_type::mrg32k3a, ordering::pseudo_default},      {rng_type::mrg32k3a, ordering::pseudo_best},
       {rng_type::mrg32k3a, ordering::pseudo_legacy},       {rng_type::mt19937, ordering::pseudo_default},
       {rng_type::mt19937, ordering::pseudo_legacy},
+      {rng_type::mtgp32, ordering::pseudo_default},        {rng_type::mtgp32, ordering::pseudo_best},
+      {rng_type::mtgp32, ordering::pseudo_legacy},
       {rng_type::sobol32, ordering::quasi_default},        {rng_type::scrambled_sobol32, ordering::quasi_default},
   };
   const std::uint32_t quasi_dimensions[] = {1, 3, 64, 1000, k_sobol32_max_dimensions};
@@ -167,6 +170,10 @@ std::vector<verify_case> standard_cases(std::size_t length, bool full, std::uint
       // does; keel does not reproduce its double-precision inverse CDF (normal/log-normal double).
       const bool mt = type == rng_type::mt19937;
       if (mt && (d == distribution::normal_double || d == distribution::log_normal_double)) continue;
+      // MTGP32 needs its parameter sets (skipped without them) and does not reproduce
+      // libcurand's double log-normal (keel refuses it).
+      if (type == rng_type::mtgp32 && (!mtgp32_default_tables().tables || d == distribution::log_normal_double))
+        continue;
       for (std::size_t si = 0; si < 5; ++si)
         for (std::size_t oi = 0; oi < (mt ? 1 : 4); ++oi)
           for (int split = 0; split < 2; ++split) {

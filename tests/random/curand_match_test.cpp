@@ -5,12 +5,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <sstream>
 
 #include "keel/random/curand_reference.hpp"
 #include "keel/random/sobol_tables.hpp"
+#include "keel/random/mtgp32_tables.hpp"
 #include "keel/random/verify.hpp"
 
 namespace kr = keel::random;
@@ -127,8 +129,10 @@ TEST(random_curand_match, call_sequences_equal_libcurand) {
       {step::gen, 0, d::normal_double, 300000}};
   const std::pair<kr::rng_type, const std::vector<step>*> runs[] = {{kr::rng_type::xorwow, &pseudo},
                                                                     {kr::rng_type::mrg32k3a, &pseudo},
-                                                                    {kr::rng_type::philox4_32_10, &philox_doubles}};
+                                                                    {kr::rng_type::philox4_32_10, &philox_doubles},
+                                                                    {kr::rng_type::mtgp32, &pseudo}};
   for (const auto& [type, steps] : runs) {
+    if (type == kr::rng_type::mtgp32 && !kr::mtgp32_default_tables().tables) continue;
     kr::generator ours(type);
     std::unique_ptr<kr::curand_generator> theirs;
     ASSERT_EQ(ref.create_host_generator(type, theirs), kr::status::success);
@@ -191,9 +195,11 @@ TEST(random_curand_match, mt19937_call_sequence_equals_libcurand) {
 TEST(random_curand_match, ordering_statuses_match_curand) {
   const auto& ref = kr::curand_reference::get();
   if (!ref.available()) GTEST_SKIP() << ref.description();
-  for (auto type : {kr::rng_type::philox4_32_10, kr::rng_type::xorwow, kr::rng_type::mrg32k3a, kr::rng_type::mt19937})
+  for (auto type : {kr::rng_type::philox4_32_10, kr::rng_type::xorwow, kr::rng_type::mrg32k3a, kr::rng_type::mt19937,
+                    kr::rng_type::mtgp32})
     for (auto order : {kr::ordering::pseudo_best, kr::ordering::pseudo_default, kr::ordering::pseudo_seeded,
                        kr::ordering::pseudo_legacy, kr::ordering::pseudo_dynamic, kr::ordering::quasi_default}) {
+      if (type == kr::rng_type::mtgp32 && !kr::mtgp32_default_tables().tables) continue;
       // XORWOW's SEEDED ordering is not reproduced: keel refuses it rather than differ.
       if (type == kr::rng_type::xorwow && order == kr::ordering::pseudo_seeded) continue;
       kr::generator ours(type);
@@ -220,4 +226,24 @@ TEST(random_curand_match, statuses_match_curand) {
   EXPECT_EQ(mt.set_ordering(kr::ordering::pseudo_best), kr::status::out_of_range);
   std::unique_ptr<kr::generator> g;
   EXPECT_EQ(kr::generator::create(static_cast<kr::rng_type>(7), g), kr::status::type_error);
+}
+
+// MTGP32's normals are inverse-CDF values of single words: 2^24 of them (every block, 341
+// rounds) exercise keel's erfcinv on that many inputs against libcurand's.
+TEST(random_curand_match, mtgp32_normals_equal_libcurand_on_16m_values) {
+  const auto& ref = kr::curand_reference::get();
+  if (!ref.available()) GTEST_SKIP() << ref.description();
+  if (!kr::mtgp32_default_tables().tables) GTEST_SKIP() << kr::mtgp32_default_tables().description;
+  constexpr std::size_t n = std::size_t{1} << 24;
+  std::vector<float> ours(n), theirs(n);
+  kr::generator g(kr::rng_type::mtgp32);
+  std::unique_ptr<kr::curand_generator> c;
+  ASSERT_EQ(ref.create_host_generator(kr::rng_type::mtgp32, c), kr::status::success);
+  g.set_seed(20240611);
+  c->set_seed(20240611);
+  ASSERT_EQ(g.generate_normal(ours.data(), n, 0.0f, 1.0f), kr::status::success);
+  ASSERT_EQ(c->generate_normal(theirs.data(), n, 0.0f, 1.0f), kr::status::success);
+  std::size_t differ = 0;
+  for (std::size_t i = 0; i < n; ++i) differ += std::memcmp(&ours[i], &theirs[i], sizeof(float)) != 0;
+  EXPECT_EQ(differ, 0u);
 }

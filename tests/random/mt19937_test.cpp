@@ -157,14 +157,14 @@ TEST(random_mt19937, distributions_convert_one_word_per_position) {
   ASSERT_EQ(g.generate_uniform_double(d.data(), d.size()), kr::status::success);
   std::size_t p = 0;
   for (auto v : a) ASSERT_EQ(v, w[p++]);
-  for (auto v : u) ASSERT_EQ(v, static_cast<float>(kr::uniform_double_32(w[p++])));
+  for (auto v : u) ASSERT_EQ(v, static_cast<float>(kr::uniform_double_32_mid(w[p++])));
   for (auto v : z) {
     // The inverse CDF: uniform p below 1/2 gives a negative z, and the mirrored word the opposite.
-    const double x = (v - 1.5) / 2.0, q = kr::uniform_double_32(w[p++]);
+    const double x = (v - 1.5) / 2.0, q = kr::uniform_double_32_mid(w[p++]);
     ASSERT_NEAR(0.5 * std::erfc(-x / std::sqrt(2.0)), q, 1e-6);
   }
   p += l.size();
-  for (auto v : d) ASSERT_EQ(v, kr::uniform_double_32(w[p++]));
+  for (auto v : d) ASSERT_EQ(v, kr::uniform_double_32_mid(w[p++]));
 }
 
 TEST(random_mt19937, generator_semantics_follow_libcurand) {

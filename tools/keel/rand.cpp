@@ -19,6 +19,7 @@
 #include "keel/core/error.hpp"
 #include "keel/random/curand_reference.hpp"
 #include "keel/random/generator.hpp"
+#include "keel/random/mtgp32_tables.hpp"
 #include "keel/random/philox.hpp"
 #include "keel/random/sobol_tables.hpp"
 #include "keel/random/stat_tests.hpp"
@@ -182,6 +183,7 @@ void run_verify(const verify_options& o) {
   nlohmann::json doc;
   doc["libcurand"] = ref.available() ? nlohmann::json(ref.version()) : nlohmann::json(nullptr);
   doc["simd"] = kr::simd_level();
+  doc["mtgp32_tables"] = kr::mtgp32_default_tables().description;
   if (!o.write_golden.empty()) {
     if (!ref.available()) throw keel::backend_error(ref.description());
     std::ofstream out(o.write_golden);
@@ -194,6 +196,8 @@ void run_verify(const verify_options& o) {
   if (!ref.available()) throw keel::backend_error(ref.description());
   const std::optional<kr::rng_type> only =
       o.generator.empty() ? std::nullopt : std::optional<kr::rng_type>(kr::parse_rng_type(o.generator));
+  if (!kr::mtgp32_default_tables().tables && !o.json)
+    std::cout << "mtgp32 skipped: " << kr::mtgp32_default_tables().description << '\n';
   std::size_t cases = 0, failed = 0, values = 0;
   nlohmann::json failures = nlohmann::json::array();
   const auto start = std::chrono::steady_clock::now();
@@ -304,6 +308,8 @@ void run_bench(const bench_options& o) {
       {kr::rng_type::mt19937, kr::distribution::normal},
       {kr::rng_type::sobol32, kr::distribution::raw},          {kr::rng_type::sobol32, kr::distribution::uniform},
       {kr::rng_type::sobol32, kr::distribution::normal},
+      {kr::rng_type::mtgp32, kr::distribution::raw},           {kr::rng_type::mtgp32, kr::distribution::uniform},
+      {kr::rng_type::mtgp32, kr::distribution::normal},
   };
   const unsigned all = std::max(1u, std::thread::hardware_concurrency());
   std::vector<unsigned char> buf(o.count * 4);
@@ -313,6 +319,7 @@ void run_bench(const bench_options& o) {
       o.generator.empty() ? std::nullopt : std::optional<kr::rng_type>(kr::parse_rng_type(o.generator));
   for (const auto& [type, dist] : cases) {
     if (only && type != *only) continue;
+    if (type == kr::rng_type::mtgp32 && !kr::mtgp32_default_tables().tables) continue;  // no parameter sets
     double curand_gsps = 0;
     if (ref.available()) {
       std::unique_ptr<kr::curand_generator> g;
@@ -448,13 +455,28 @@ void add_rand_commands(CLI::App& root) {
   add_json_flag(bench, bo->json);
   bench->callback([bo] { run_bench(*bo); });
 
-  auto eo = std::make_shared<std::pair<bool, std::string>>();
-  CLI::App* export_tables = group->add_subcommand("export-tables", "Write libcurand's tables that keel does not ship to a file");
-  export_tables->add_flag("--sobol", eo->first, "Scrambled Sobol32 direction vectors and shifts (for KEEL_SOBOL_SCRAMBLE_TABLES)");
-  export_tables->add_option("--out", eo->second, "Output file")->required();
+  // export-tables: the tables keel does not ship and reads at run time (NVIDIA's data), in
+  // keel's documented formats, for machines without libcurand or the CUDA toolkit.
+  struct export_options {
+    bool sobol = false, mtgp32 = false;
+    std::string out;
+  };
+  auto eo = std::make_shared<export_options>();
+  CLI::App* export_tables =
+      group->add_subcommand("export-tables", "Write the tables keel reads at run time (not shipped) to a file");
+  export_tables->add_flag("--sobol", eo->sobol,
+                          "Scrambled Sobol32 direction vectors and shifts, from libcurand (for KEEL_SOBOL_SCRAMBLE_TABLES)");
+  export_tables->add_flag("--mtgp32", eo->mtgp32,
+                          "MTGP32's parameter sets (for KEEL_MTGP32_PARAMS; format: keel/random/mtgp32_tables.hpp)");
+  export_tables->add_option("--out", eo->out, "Output file")->required();
   export_tables->callback([eo] {
-    if (!eo->first) throw keel::invalid_argument("export-tables: name the tables to export (--sobol)");
-    export_sobol_tables(eo->second);
+    if (eo->sobol == eo->mtgp32) throw keel::invalid_argument("export-tables: name one table to export (--sobol or --mtgp32)");
+    if (eo->sobol) return export_sobol_tables(eo->out);
+    const auto& lookup = kr::mtgp32_default_tables();
+    if (!lookup.tables) throw keel::invalid_argument(lookup.description);
+    std::ofstream out(eo->out);
+    if (!out) throw keel::io_error(fmt::format("{}: cannot open for writing", eo->out));
+    kr::write_mtgp32_tables(out, *lookup.tables);
   });
 
   auto to = std::make_shared<std::pair<bool, std::size_t>>(false, std::size_t{1} << 20);

@@ -22,14 +22,20 @@ KEEL_HD constexpr float uniform_float(std::uint32_t x) {
 
 // Uniform double in (0, 1) from one word: x * 2^-32 + 2^-33, exact in double (MT19937's
 // uniform double; rounded to float, its uniform float).
-KEEL_HD constexpr double uniform_double_32(std::uint32_t x) {
-  return static_cast<double>(x) * (1.0 / 4294967296.0) + 1.0 / 8589934592.0;
+KEEL_HD constexpr double uniform_double_32_mid(std::uint32_t x) {
+  return static_cast<double>(x) * 0x1p-32 + 0x1p-33;
 }
 
 // Uniform double in (0, 1) from two words: 53 bits z = x ^ (y << 21).
 KEEL_HD constexpr double uniform_double(std::uint32_t x, std::uint32_t y) {
   const std::uint64_t z = std::uint64_t{x} ^ (std::uint64_t{y} << 21);
   return static_cast<double>(z) * k_2pow53_inv + k_2pow53_inv / 2.0;
+}
+
+// Uniform double in (0, 1] from one word, as cuRAND's MTGP32 and Sobol' give it:
+// x * 2^-32 + 2^-32.
+KEEL_HD constexpr double uniform_double_32(std::uint32_t x) {
+  return static_cast<double>(x) * 0x1p-32 + 0x1p-32;
 }
 
 // Box-Muller arguments: u in (0, 1] and the angle v in (0, 2pi).
@@ -70,11 +76,6 @@ KEEL_HD double_pair box_muller_double(std::uint32_t x0, std::uint32_t x1, std::u
 
 inline constexpr double k_2pow32_inv_double = 2.3283064365386963e-10;
 
-// Quasi-random generators (Sobol'): uniform doubles are x * 2^-32 + 2^-32, in (0, 1].
-KEEL_HD constexpr double uniform_double_quasi(std::uint32_t x) {
-  return static_cast<double>(x) * k_2pow32_inv_double + k_2pow32_inv_double;
-}
-
 // Quasi-random normals by the inverse normal CDF, -sqrt(2) erfcinv(2p), mirrored about
 // 0x80000000 so that p <= 1/2 keeps its precision. Float: p = uniform_float(x), in float;
 // double: p = x * 2^-32 + 2^-33 in double. `M` provides erfcinvf and erfcinv.
@@ -94,8 +95,7 @@ KEEL_HD double normal_icdf_double(std::uint32_t x) {
     x = ~x;
     s = 1.4142135623730951;
   }
-  const double p = static_cast<double>(x) * k_2pow32_inv_double + k_2pow32_inv_double / 2.0;
-  return s * M::erfcinv(2.0 * p);
+  return s * M::erfcinv(2.0 * uniform_double_32_mid(x));
 }
 
 }  // namespace keel::random

@@ -96,7 +96,8 @@ std::optional<mismatch> compare(const run_output& a, const run_output& b, std::s
 // {1, 3, 64, 1000, 20000} instead), offsets {0, 1, 3, 1000003} (MT19937: 0 only, libcurand
 // refuses any other), single and split calls, `length` values each (quasi: rounded to whole
 // points, at least two per dimension). `full` takes every combination; otherwise a slice that
-// still covers each generator x distribution x ordering.
+// still covers each generator x distribution x ordering. MTGP32's cases are left out when
+// its parameter sets are not available (keel/random/mtgp32_tables.hpp).
 std::vector<verify_case> standard_cases(std::size_t length, bool full, std::uint64_t random_seed);
 
 // Golden files: one line per case, "name count status hash first-values-hex" (no values for
