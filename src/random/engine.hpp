@@ -38,6 +38,10 @@ class engine {
   }
   virtual status set_ordering(ordering order) = 0;
   virtual status generate(const request& r) = 0;
+  // The normals libcurand's Poisson path draws for lambda >= 2000: n floats, one per output
+  // position, in the generator's own order (see keel/random/poisson.hpp). The position
+  // advances by n. Engines that do not reproduce that stream answer type_error.
+  virtual status generate_poisson_normals(float*, std::size_t, unsigned) { return status::type_error; }
 
  protected:
   virtual void seed_changed() {}
