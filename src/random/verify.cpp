@@ -132,6 +132,14 @@ std::optional<mismatch> compare(const run_output& a, const run_output& b, std::s
   return m;
 }
 
+namespace {
+// The slice: two cases per combination, rotating through seeds and offsets.
+bool in_slice(std::size_t rotation, std::size_t si, std::size_t oi, int split) {
+  const std::size_t k = rotation % 20;
+  return (si == k % 5 && oi == (k / 5) % 4 && split == 0) || (si == (k + 2) % 5 && oi == (k + 1) % 4 && split == 1);
+}
+}  // namespace
+
 std::vector<verify_case> standard_cases(std::size_t length, bool full, std::uint64_t random_seed) {
   const std::uint64_t seeds[] = {0, 42, 1234, ~std::uint64_t{0}, random_seed};
   const std::uint64_t offsets[] = {0, 1, 3, 1000003};
@@ -153,13 +161,7 @@ std::vector<verify_case> standard_cases(std::size_t length, bool full, std::uint
       for (std::size_t si = 0; si < 5; ++si)
         for (std::size_t oi = 0; oi < 4; ++oi)
           for (int split = 0; split < 2; ++split) {
-            // The slice: two cases per combination, rotating through seeds and offsets.
-            if (!full) {
-              const std::size_t k = rotation % 20;
-              if (!((si == k % 5 && oi == (k / 5) % 4 && split == 0) ||
-                    (si == (k + 2) % 5 && oi == (k + 1) % 4 && split == 1)))
-                continue;
-            }
+            if (!full && !in_slice(rotation, si, oi, split)) continue;
             verify_case c;
             c.type = type;
             c.order = order;
@@ -174,6 +176,22 @@ std::vector<verify_case> standard_cases(std::size_t length, bool full, std::uint
               const std::size_t a = (length / 4) & ~std::size_t{1};
               c.calls = {a, 2, length - a - 2};
             }
+            out.push_back(c);
+          }
+      ++rotation;
+    }
+  // Poisson: both of libcurand's methods (the table below lambda 2000, the normal
+  // approximation from 2000 on), in odd lengths, which every generator accepts.
+  const double lambdas[] = {1e-6, 0.5, 3.7, 63.9, 1999, 2000, 1e5, 400000};
+  for (const auto& [type, order] : engines)
+    for (double lambda : lambdas) {
+      for (std::size_t si = 0; si < 5; ++si)
+        for (std::size_t oi = 0; oi < 4; ++oi)
+          for (int split = 0; split < 2; ++split) {
+            if (!full && !in_slice(rotation, si, oi, split)) continue;
+            verify_case c{type, order, distribution::poisson, seeds[si], offsets[oi], {}, {0.0, 1.0, lambda}};
+            const std::size_t a = (length / 4) & ~std::size_t{1};
+            c.calls = split == 0 ? std::vector<std::size_t>{length + 1} : std::vector<std::size_t>{a + 1, 3, length - a - 3};
             out.push_back(c);
           }
       ++rotation;

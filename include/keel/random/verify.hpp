@@ -91,8 +91,9 @@ std::optional<mismatch> compare(const run_output& a, const run_output& b, std::s
 
 // The cases of the bit-exactness matrix: every implemented generator x distribution x
 // ordering, seeds {0, 42, 1234, 2^64-1, random_seed}, offsets {0, 1, 3, 1000003}, single and
-// split calls, `length` values each. `full` takes every combination; otherwise a slice that
-// still covers each generator x distribution x ordering.
+// split calls, `length` values each (Poisson: lambda {1e-6, 0.5, 3.7, 63.9, 1999, 2000, 1e5,
+// 4e5} for each generator x ordering, in odd lengths). `full` takes every combination;
+// otherwise a slice that still covers each generator x distribution x ordering (x lambda).
 std::vector<verify_case> standard_cases(std::size_t length, bool full, std::uint64_t random_seed);
 
 // Golden files: one line per case, "name count status hash first-values-hex".
