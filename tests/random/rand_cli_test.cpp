@@ -2,7 +2,9 @@
 // input answered with one "keel: ..." line and exit status 2.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "keel/random/generator.hpp"
@@ -31,6 +33,23 @@ TEST(random_cli, bin_format_is_the_values_back_to_back) {
   EXPECT_EQ(std::memcmp(r.out.data(), expected.data(), 4000), 0);
 }
 
+// Both of libcurand's Poisson methods, odd counts, through the text output.
+TEST(random_cli, poisson_equals_the_generator) {
+  for (const char* lambda : {"3.7", "1999", "2000", "400000"}) {
+    const auto r = run_keel({"rand", "poisson", "--generator", "xorwow", "--lambda", lambda, "--seed", "5", "--offset",
+                             "7", "--count", "1001"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    keel::random::generator g(keel::random::rng_type::xorwow);
+    g.set_seed(5);
+    g.set_offset(7);
+    std::vector<std::uint32_t> v(1001);
+    ASSERT_EQ(g.generate_poisson(v.data(), v.size(), std::strtod(lambda, nullptr)), keel::random::status::success);
+    std::string expected;
+    for (auto x : v) expected += std::to_string(x) + "\n";
+    EXPECT_EQ(r.out, expected) << lambda;
+  }
+}
+
 TEST(random_cli, bad_input_is_one_line_and_exit_2) {
   const std::vector<std::vector<std::string>> cases = {
       {"rand", "normal", "--generator", "nope"},
@@ -40,6 +59,12 @@ TEST(random_cli, bad_input_is_one_line_and_exit_2) {
       {"rand", "raw", "--format", "csv"},
       {"rand", "raw", "--count", "-5"},
       {"rand", "raw", "--out", "/nonexistent-dir/x.bin"},
+      {"rand", "poisson", "--lambda", "0"},
+      {"rand", "poisson", "--lambda", "-3"},
+      {"rand", "poisson", "--lambda", "400001"},
+      {"rand", "poisson", "--lambda", "inf"},
+      {"rand", "poisson", "--lambda", "nan"},
+      {"rand", "poisson", "--lambda", "ten"},
   };
   for (const auto& args : cases) {
     const auto r = run_keel(args);

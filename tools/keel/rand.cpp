@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -17,6 +18,7 @@
 #include "keel/random/curand_reference.hpp"
 #include "keel/random/generator.hpp"
 #include "keel/random/philox.hpp"
+#include "keel/random/poisson.hpp"
 #include "keel/random/stat_tests.hpp"
 #include "keel/random/verify.hpp"
 
@@ -111,6 +113,14 @@ const CLI::Validator k_non_negative(
     [](std::string& value) { return !value.empty() && value[0] == '-' ? std::string("must not be negative") : std::string(); },
     "N>=0");
 
+// libcurand's Poisson range; NaN (which libcurand turns into zeros) is refused here too.
+const CLI::Validator k_poisson_lambda(
+    [](std::string& value) {
+      const double l = std::strtod(value.c_str(), nullptr);
+      return l > 0 && l <= kr::k_poisson_max_lambda ? std::string() : std::string("must be in (0, 400000]");
+    },
+    "(0,400000]");
+
 void add_dist_command(CLI::App* group, kr::distribution d) {
   auto o = std::make_shared<gen_options>();
   CLI::App* c = group->add_subcommand(std::string(kr::to_string(d)),
@@ -122,7 +132,7 @@ void add_dist_command(CLI::App* group, kr::distribution d) {
   c->add_option("--ordering", o->ordering, "default, best, legacy, seeded, dynamic")->capture_default_str();
   c->add_option("--count", o->count, "Number of values")->check(k_non_negative)->capture_default_str();
   if (d == kr::distribution::poisson) {
-    c->add_option("--lambda", o->lambda, "Poisson mean")->capture_default_str();
+    c->add_option("--lambda", o->lambda, "Poisson mean, in (0, 400000]")->check(k_poisson_lambda)->capture_default_str();
   } else if (d != kr::distribution::raw && d != kr::distribution::uniform && d != kr::distribution::uniform_double) {
     c->add_option("--mean", o->mean, "Mean")->capture_default_str();
     c->add_option("--stddev", o->stddev, "Standard deviation")->capture_default_str();
