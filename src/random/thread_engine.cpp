@@ -305,8 +305,20 @@ class thread_engine final : public engine {
           for (std::uint64_t r0 = 0; r0 < rows; r0 += chunk_rows) {
             const std::size_t m = static_cast<std::size_t>(std::min<std::uint64_t>(chunk_rows, rows - r0));
             Core::rows(&cache_[t0], m, simd::row_kind::normal, pairs, lanes, 0.0f, 1.0f);
-            for (std::size_t j = 0; j < m; ++j)
-              for (std::size_t i = 0; i < lanes; ++i) put(i, pairs[2 * (i + j * lanes)], pairs[2 * (i + j * lanes) + 1]);
+            for (std::size_t j = 0; j < m; ++j) {
+              const float* z = pairs + 2 * lanes * j;
+              if (r0 + j + 1 < rows) {
+                // Not the last pair of any lane: both values land in slots of this call.
+                for (std::size_t i = 0; i < lanes; ++i) {
+                  float* o = out + first[i] + done[i] * t_count;
+                  o[0] = z[2 * i];
+                  o[t_count] = z[2 * i + 1];
+                  done[i] += 2;
+                }
+              } else {
+                for (std::size_t i = 0; i < lanes; ++i) put(i, z[2 * i], z[2 * i + 1]);
+              }
+            }
           }
         for (std::size_t i = 0; i < lanes; ++i) {
           typename Core::state st = cache_[t0 + i];

@@ -112,6 +112,19 @@ TEST(random_poisson, normal_approximation) {
   EXPECT_EQ(out[2], 4112u);
 }
 
+// The bulk conversion (SIMD where the CPU has it) equals the scalar one.
+TEST(random_poisson, normals_convert_as_the_scalar_formula) {
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> z(-7.0f, 7.0f);
+  std::vector<float> zs(10007);
+  for (auto& v : zs) v = z(rng);
+  for (double lambda : {2000.0, 4096.5, 1e5, 400000.0, std::nan("")}) {
+    std::vector<std::uint32_t> out(zs.size());
+    kr::poisson_from_normals(zs.data(), out.data(), zs.size(), lambda);
+    for (std::size_t i = 0; i < zs.size(); ++i) ASSERT_EQ(out[i], kr::poisson_from_normal(zs[i], lambda)) << lambda;
+  }
+}
+
 // Any thread count and either method: the same bits.
 TEST(random_poisson, output_does_not_depend_on_threads) {
   const std::size_t n = (std::size_t{1} << 20) + 5;

@@ -78,7 +78,8 @@ inline std::uint32_t poisson_from_normal(float z, double lambda) noexcept {
   return static_cast<std::uint32_t>(std::sqrt(lambda) * static_cast<double>(z) + lambda + 0.5);
 }
 
-// poisson_from_normal over n normals; `out` may alias `z` (the floats are replaced in place).
+// poisson_from_normal over n normals (SIMD where the CPU has it, same bits); `out` may be
+// `z` itself (the floats are replaced in place). Same precondition.
 void poisson_from_normals(const float* z, std::uint32_t* out, std::size_t n, double lambda) noexcept;
 
 }  // namespace keel::random
