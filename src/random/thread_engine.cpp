@@ -4,8 +4,9 @@
 // thread s mod T and consumes that thread's w consecutive words starting at element
 // w * floor(s / T), where w is 1 for 32-bit and uniform outputs, 2 for a Box-Muller pair
 // (two outputs per slot) and so on (see slot_shape). Each call is therefore a pure function
-// of (seed, q, kind, n); the engine caches each thread's state where the last call left it
-// so that consecutive calls step instead of jumping.
+// of (seed, q, kind, n), apart from Poisson's normals, which also depend on the value each
+// thread keeps between them (generate_poisson_normals); the engine caches each thread's
+// state where the last call left it so that consecutive calls step instead of jumping.
 #include <algorithm>
 #include <cmath>
 #include <optional>

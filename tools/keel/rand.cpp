@@ -218,6 +218,7 @@ struct bench_options {
   bool json = false;
   std::size_t count = std::size_t{1} << 26;
   int repeats = 3;
+  double lambda = 10;
 };
 
 template <class F>
@@ -238,11 +239,13 @@ void run_bench(const bench_options& o) {
       {kr::rng_type::philox4_32_10, kr::distribution::normal}, {kr::rng_type::xorwow, kr::distribution::raw},
       {kr::rng_type::xorwow, kr::distribution::uniform},       {kr::rng_type::xorwow, kr::distribution::normal},
       {kr::rng_type::mrg32k3a, kr::distribution::uniform},     {kr::rng_type::mrg32k3a, kr::distribution::normal},
+      {kr::rng_type::philox4_32_10, kr::distribution::poisson}, {kr::rng_type::xorwow, kr::distribution::poisson},
+      {kr::rng_type::mrg32k3a, kr::distribution::poisson},
   };
   const unsigned all = std::max(1u, std::thread::hardware_concurrency());
   std::vector<unsigned char> buf(o.count * 4);
   nlohmann::json results = nlohmann::json::array();
-  const kr::dist_params params{0.0, 1.0, 1.0};
+  const kr::dist_params params{0.0, 1.0, o.lambda};
   for (const auto& [type, dist] : cases) {
     double curand_gsps = 0;
     if (ref.available()) {
@@ -272,7 +275,7 @@ void run_bench(const bench_options& o) {
     }
   }
   if (o.json)
-    print_json({{"count", o.count}, {"simd", kr::simd_level()}, {"libcurand", ref.available() ? ref.version() : 0},
+    print_json({{"count", o.count}, {"lambda", o.lambda}, {"simd", kr::simd_level()}, {"libcurand", ref.available() ? ref.version() : 0},
                 {"results", results}});
 }
 
@@ -360,6 +363,9 @@ void add_rand_commands(CLI::App& root) {
   CLI::App* bench = group->add_subcommand("bench", "keel vs libcurand host generator, side by side");
   bench->add_option("--count", bo->count, "Values per (generator, distribution)")->capture_default_str();
   bench->add_option("--repeats", bo->repeats, "Best of N runs")->capture_default_str();
+  bench->add_option("--lambda", bo->lambda, "Poisson mean (below 2000: table, from 2000: normal approximation)")
+      ->check(k_poisson_lambda)
+      ->capture_default_str();
   add_json_flag(bench, bo->json);
   bench->callback([bo] { run_bench(*bo); });
 
