@@ -9,8 +9,9 @@
 //    every word maps to the same count.
 //  * lambda >= 2000 (and NaN): (unsigned)(sqrt(lambda) * z + lambda + 0.5) in double, with z
 //    one float normal per output from the generator's Poisson normal stream (Philox: its
-//    ordinary normals; XORWOW, MRG32k3a: cuRAND's per-thread curand_normal stream, see
-//    src/random/thread_engine.cpp). poisson_from_normal is that conversion.
+//    ordinary normals; XORWOW, MRG32k3a: cuRAND's per-thread curand_normal stream, which
+//    keeps every other value for the thread's next draw). poisson_from_normal is that
+//    conversion.
 // Any generator that supplies its 32-bit words and that normal stream in cuRAND's layout gets
 // the same Poisson output as libcurand from this layer.
 //
