@@ -15,8 +15,10 @@
 namespace keel::random {
 
 // libcurand's construction, as measured (every step is needed for the same cells):
-//  1. p_k = exp(k log(lambda) - lambda - lgamma(k + 1)) in double for the consecutive k whose
-//     p_k is not 0 (no normalisation); n of them, starting at first_; a = 1/n.
+//  1. p_k = exp(k log(lambda) - lambda - L_k) in double, L_k = log 1 + ... + log k summed in
+//     that order (glibc's lgamma(k + 1) gives other last bits, and for lambda near 1000 a
+//     different count about once in 4e9 draws), for the consecutive k whose p_k is not 0
+//     (no normalisation); n of them, starting at first_; a = 1/n.
 //  2. Robin Hood pairing with a fixed order: the donor is the highest-index entry with
 //     p >= a; sweeps over i = 0..n-1 give each not yet settled entry with p_i < a to the
 //     donor (alias_i = donor, V_i = i*a + p_i, p_donor -= a - p_i, p_i = a); a donor that
@@ -32,9 +34,10 @@ poisson_table::poisson_table(double lambda) : lambda_(lambda) {
                            " is outside (0, 2000)");
   const double log_lambda = std::log(lambda);
   std::vector<double> p;
+  double log_factorial = 0;  // log 1 + ... + log k, summed in this order
   for (std::uint32_t k = 0;; ++k) {
-    int sign = 0;
-    const double pk = std::exp(k * log_lambda - lambda - ::lgamma_r(k + 1.0, &sign));
+    if (k > 0) log_factorial += std::log(static_cast<double>(k));
+    const double pk = std::exp(k * log_lambda - lambda - log_factorial);
     if (pk > 0) {
       if (p.empty()) first_ = k;
       p.push_back(pk);

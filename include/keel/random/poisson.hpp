@@ -3,8 +3,8 @@
 //
 // libcurand picks one of two methods by lambda:
 //  * lambda < 2000: a square histogram (Marsaglia, Tsang & Wang's "Method II", an alias table)
-//    over every k whose probability exp(k log(lambda) - lambda - lgamma(k + 1)) does not
-//    underflow; one 32-bit word w of the generator per output, with u = (w + 1) * 2^-32.
+//    over every k whose probability exp(k log(lambda) - lambda - log k!) does not underflow;
+//    one 32-bit word w of the generator per output, with u = (w + 1) * 2^-32.
 //    poisson_table is that table, built with libcurand's own pairing and rounding so that
 //    every word maps to the same count.
 //  * lambda >= 2000 (and NaN): (unsigned)(sqrt(lambda) * z + lambda + 0.5) in double, with z
