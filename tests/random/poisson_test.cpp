@@ -112,6 +112,61 @@ TEST(random_poisson, normal_approximation) {
   EXPECT_EQ(out[2], 4112u);
 }
 
+// The cells to the last bit: for words just beside a threshold, the lambda at which the count
+// switches between the cell's own count and its alias, found by bisection on lambda, is the
+// same double for libcurand and for keel's table (a difference of 1 ulp in any p_k, V_j or
+// L_k moves it by many ulps of lambda).
+TEST(random_poisson, table_boundaries_equal_libcurand_to_the_last_bit) {
+  const auto& ref = kr::curand_reference::get();
+  if (!ref.available()) GTEST_SKIP() << ref.description();
+  std::unique_ptr<kr::curand_generator> theirs;
+  ASSERT_EQ(ref.create_host_generator(kr::rng_type::philox4_32_10, theirs), kr::status::success);
+  theirs->set_seed(1234);
+  kr::generator ours(kr::rng_type::philox4_32_10);
+  ours.set_seed(1234);
+  std::vector<std::uint32_t> words(std::size_t{1} << 22);
+  ours.generate(words.data(), words.size());
+  // The first double at which f differs from f(lo), given f(lo) != f(hi).
+  auto bisect = [](auto&& f, double lo, double hi) {
+    const std::uint32_t at_lo = f(lo);
+    while (std::nextafter(lo, hi) != hi) {
+      const double mid = 0.5 * (lo + hi);
+      (f(mid) == at_lo ? lo : hi) = mid;
+    }
+    return hi;
+  };
+  int compared = 0;
+  for (double lambda : {1.1732675039026648, 35.798486169692374, 1019.1129131745356}) {
+    const kr::poisson_table t(lambda);
+    const std::uint64_t n = t.size();
+    int found = 0;
+    for (std::size_t pos = 0; pos < words.size() && found < 2; ++pos) {
+      const std::uint32_t w = words[pos];
+      const std::uint64_t j = (n * w + n) >> 32;
+      if (j == n || t.cells()[j].alias == t.first() + j) continue;
+      const std::uint64_t lo = j == 0 ? 0 : ((j << 32) + n - 1) / n - 1, hi = (((j + 1) << 32) + n - 1) / n - 1;
+      const std::uint64_t thr = t.cells()[j].threshold;
+      // Beside the threshold of a cell with a real own part and alias part.
+      if (thr < lo + 4096 || thr + 4096 > hi || (thr > w ? thr - w : w - thr) > 3) continue;
+      auto curand_count = [&](double l) {
+        std::uint32_t k = 0;
+        theirs->set_offset(pos);
+        theirs->generate_poisson(&k, 1, l);
+        return k;
+      };
+      double d = lambda * 1e-9;
+      while (d < lambda * 1e-3 && curand_count(lambda - d) == curand_count(lambda + d)) d *= 8;
+      if (d >= lambda * 1e-3) continue;
+      ++found;
+      const double theirs_at = bisect(curand_count, lambda - d, lambda + d);
+      const double ours_at = bisect([&](double l) { return kr::poisson_table(l)(w); }, lambda - d, lambda + d);
+      EXPECT_EQ(ours_at, theirs_at) << "lambda " << lambda << " position " << pos;
+      ++compared;
+    }
+  }
+  EXPECT_GE(compared, 4);
+}
+
 // The bulk conversion (SIMD where the CPU has it) equals the scalar one.
 TEST(random_poisson, normals_convert_as_the_scalar_formula) {
   std::mt19937 rng(3);
