@@ -1,6 +1,8 @@
 // cuRAND's host Poisson: the square-histogram table (lambda < 2000) and the normal
 // approximation (lambda >= 2000), over any engine's word and normal streams.
+#if defined(__x86_64__)
 #include <immintrin.h>
+#endif
 
 #include <algorithm>
 #include <cmath>

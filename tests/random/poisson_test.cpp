@@ -1,7 +1,7 @@
 // curandGeneratePoisson: the square-histogram table on its own (mass, ranges libcurand uses,
-// SIMD lookups equal to the scalar one), and keel's generator against libcurand's host
-// generator for statuses and for call sequences that mix Poisson with other calls, seeds,
-// offsets and orderings. The golden answers of the standard matrix (curand_match_test)
+// SIMD lookups equal to the scalar one), its cell boundaries against libcurand's to the last
+// bit, and keel's generator against libcurand's host generator for statuses and for call
+// sequences that mix Poisson with other calls, seeds, offsets and orderings. The golden answers of the standard matrix (curand_match_test)
 // cover Poisson output where libcurand is absent.
 #include <gtest/gtest.h>
 
@@ -11,6 +11,7 @@
 #include <limits>
 #include <memory>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "keel/core/error.hpp"
@@ -25,6 +26,11 @@ namespace {
 
 const kr::rng_type k_types[] = {kr::rng_type::philox4_32_10, kr::rng_type::xorwow, kr::rng_type::mrg32k3a};
 
+// Cell j holds the words w with floor(n (w + 1) / 2^32) = j: [first, end).
+std::pair<std::uint64_t, std::uint64_t> cell_words(std::uint64_t n, std::uint64_t j) {
+  return {j == 0 ? 0 : ((j << 32) + n - 1) / n - 1, (((j + 1) << 32) + n - 1) / n - 1};
+}
+
 // Words mapped to each count (the table's own partition of [0, 2^32)) and the number of
 // cell pieces each count has.
 struct partition {
@@ -34,8 +40,7 @@ partition words_per_count(const kr::poisson_table& t) {
   partition r{std::vector<double>(t.size(), 0.0), std::vector<double>(t.size(), 0.0)};
   const std::uint64_t n = t.size();
   for (std::uint64_t j = 0; j < n; ++j) {
-    // Cell j holds the words w with floor(n (w + 1) / 2^32) = j: [lo, hi).
-    const std::uint64_t lo = j == 0 ? 0 : ((j << 32) + n - 1) / n - 1, hi = (((j + 1) << 32) + n - 1) / n - 1;
+    const auto [lo, hi] = cell_words(n, j);
     const std::uint64_t cut = std::clamp<std::uint64_t>(t.cells()[j].threshold, lo, hi);
     const std::size_t alias = t.cells()[j].alias - t.first();
     r.words[j] += static_cast<double>(cut - lo);
@@ -144,7 +149,7 @@ TEST(random_poisson, table_boundaries_equal_libcurand_to_the_last_bit) {
       const std::uint32_t w = words[pos];
       const std::uint64_t j = (n * w + n) >> 32;
       if (j == n || t.cells()[j].alias == t.first() + j) continue;
-      const std::uint64_t lo = j == 0 ? 0 : ((j << 32) + n - 1) / n - 1, hi = (((j + 1) << 32) + n - 1) / n - 1;
+      const auto [lo, hi] = cell_words(n, j);
       const std::uint64_t thr = t.cells()[j].threshold;
       // Beside the threshold of a cell with a real own part and alias part.
       if (thr < lo + 4096 || thr + 4096 > hi || (thr > w ? thr - w : w - thr) > 3) continue;
