@@ -1,10 +1,14 @@
 #include "keel/random/verify.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <random>
 #include <sstream>
 
 #include "keel/core/error.hpp"
 #include "keel/random/curand_reference.hpp"
+#include "keel/random/poisson.hpp"
 
 namespace keel::random {
 
@@ -195,6 +199,24 @@ std::vector<verify_case> standard_cases(std::size_t length, bool full, std::uint
             out.push_back(c);
           }
       ++rotation;
+    }
+  return out;
+}
+
+std::vector<verify_case> poisson_sweep_cases(std::size_t lambdas, std::size_t length, std::uint64_t random_seed) {
+  const std::pair<rng_type, ordering> engines[] = {
+      {rng_type::philox4_32_10, ordering::pseudo_default}, {rng_type::xorwow, ordering::pseudo_default},
+      {rng_type::xorwow, ordering::pseudo_legacy},         {rng_type::mrg32k3a, ordering::pseudo_default},
+      {rng_type::mrg32k3a, ordering::pseudo_legacy},
+  };
+  std::mt19937_64 rng(random_seed);
+  std::uniform_real_distribution<double> log_lambda(std::log(1e-8), std::log(k_poisson_max_lambda));
+  std::vector<verify_case> out;
+  for (const auto& [type, order] : engines)
+    for (std::size_t i = 0; i < lambdas; ++i) {
+      const double lambda = std::min(k_poisson_max_lambda, std::exp(log_lambda(rng)));
+      const std::uint64_t seed = rng(), offset = rng() % 1000003;
+      out.push_back(verify_case{type, order, distribution::poisson, seed, offset, {length}, {0.0, 1.0, lambda}});
     }
   return out;
 }

@@ -162,6 +162,7 @@ struct verify_options {
   std::size_t length = 0;
   std::string write_golden;
   std::uint64_t random_seed = 0;
+  std::size_t poisson_lambdas = 0;
 };
 
 void run_verify(const verify_options& o) {
@@ -184,7 +185,9 @@ void run_verify(const verify_options& o) {
   std::size_t cases = 0, failed = 0, values = 0;
   nlohmann::json failures = nlohmann::json::array();
   const auto start = std::chrono::steady_clock::now();
-  for (const auto& c : kr::standard_cases(length, o.full, rseed)) {
+  const auto all_cases = o.poisson_lambdas ? kr::poisson_sweep_cases(o.poisson_lambdas, length, rseed)
+                                           : kr::standard_cases(length, o.full, rseed);
+  for (const auto& c : all_cases) {
     const auto ours = kr::run_keel(c, 0);
     const auto theirs = kr::run_curand(c);
     ++cases;
@@ -356,6 +359,8 @@ void add_rand_commands(CLI::App& root) {
   verify->add_option("--length", vo->length, "Values per case (default 6000, --full 524288)");
   verify->add_option("--random-seed", vo->random_seed, "The 'random' seed of the matrix (default: fixed, --full: fresh)");
   verify->add_option("--write-golden", vo->write_golden, "Write libcurand's answers for the matrix to FILE");
+  verify->add_option("--poisson-lambdas", vo->poisson_lambdas,
+                     "Instead of the matrix: N random lambdas per generator x ordering, one Poisson call each");
   add_json_flag(verify, vo->json);
   verify->callback([vo] { run_verify(*vo); });
 

@@ -96,6 +96,11 @@ std::optional<mismatch> compare(const run_output& a, const run_output& b, std::s
 // otherwise a slice that still covers each generator x distribution x ordering (x lambda).
 std::vector<verify_case> standard_cases(std::size_t length, bool full, std::uint64_t random_seed);
 
+// A Poisson sweep: for each generator x ordering, `lambdas` values of lambda drawn
+// log-uniformly from [1e-8, 4e5] (both methods), each with a drawn seed and offset and one
+// call of `length` values (odd when `length` is), all from `random_seed`.
+std::vector<verify_case> poisson_sweep_cases(std::size_t lambdas, std::size_t length, std::uint64_t random_seed);
+
 // Golden files: one line per case, "name count status hash first-values-hex".
 std::string golden_line(const verify_case& c, const run_output& out);
 
