@@ -8,6 +8,7 @@
 #include "keel/core/error.hpp"
 #include "keel/random/sobol_tables.hpp"
 #include "keel/random/mtgp32_tables.hpp"
+#include "poisson_engine.hpp"
 #include "simd.hpp"
 
 namespace keel::random {
@@ -126,11 +127,8 @@ status generator::generate_log_normal_double(double* out, std::size_t n, double 
 }
 #undef KEEL_RANDOM_REQUEST
 
-status generator::generate_poisson(std::uint32_t*, std::size_t, double lambda) {
-  if (lambda <= 0) return status::out_of_range;
-  // cuRAND's host Poisson path (histogram / rejection selection by lambda) is not
-  // reproduced yet.
-  return status::type_error;
+status generator::generate_poisson(std::uint32_t* out, std::size_t n, double lambda) {
+  return detail::generate_poisson(*engine_, poisson_table_, out, n, lambda, resolve_threads(threads_));
 }
 
 const char* simd_level() noexcept {

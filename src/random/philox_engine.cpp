@@ -73,6 +73,11 @@ class philox_engine final : public engine {
     return status::success;
   }
 
+  // Philox's Poisson normals are its ordinary float normals (same positions, same shift E).
+  status generate_poisson_normals(float* out, std::size_t n, unsigned threads) override {
+    return generate(request{kind::normal, out, n, 0.0, 1.0, threads});
+  }
+
  private:
   static void fill(const request& r, std::uint64_t p, std::size_t at, std::size_t n, philox_key key,
                    const std::uint32_t* shift) {

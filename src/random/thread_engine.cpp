@@ -4,9 +4,12 @@
 // thread s mod T and consumes that thread's w consecutive words starting at element
 // w * floor(s / T), where w is 1 for 32-bit and uniform outputs, 2 for a Box-Muller pair
 // (two outputs per slot) and so on (see slot_shape). Each call is therefore a pure function
-// of (seed, q, kind, n); the engine caches each thread's state where the last call left it
-// so that consecutive calls step instead of jumping.
+// of (seed, q, kind, n), apart from Poisson's normals, which also depend on the value each
+// thread keeps between them (generate_poisson_normals); the engine caches each thread's
+// state where the last call left it so that consecutive calls step instead of jumping.
+#include <algorithm>
 #include <cmath>
+#include <optional>
 #include <vector>
 
 #include "engines.hpp"
@@ -46,6 +49,8 @@ struct xorwow_core {
                    float sd) {
     simd::xorwow_rows(st, rows, k, out, stride, mean, sd);
   }
+  // The Box-Muller pair of words (w0, w1): {sin, cos} times the radius.
+  static float_pair normal_pair(std::uint32_t w0, std::uint32_t w1) { return box_muller<glibc_math>(w0, w1); }
   static slot_shape shape(kind k) {
     switch (k) {
       case kind::u32:
@@ -125,6 +130,14 @@ struct mrg_core {
                    float sd) {
     simd::mrg32k3a_rows(st, rows, k, out, stride, mean, sd);
   }
+  static float_pair normal_pair(std::uint32_t w0, std::uint32_t w1) {
+    const float x = mrg32k3a_uniform(w0);
+    const float y = mrg32k3a_uniform(w1) * 6.2831855f;
+    const float s = ::sqrtf(-2.0f * ::logf(x));
+    float sv, cv;
+    ::sincosf(y, &sv, &cv);
+    return {sv * s, cv * s};
+  }
   static slot_shape shape(kind k) {
     switch (k) {
       case kind::normal:
@@ -150,13 +163,7 @@ struct mrg_core {
         return;
       case kind::normal:
       case kind::log_normal: {
-        const float x = mrg32k3a_uniform(w[0]);
-        const float y = mrg32k3a_uniform(w[1]) * 6.2831855f;
-        const float s = ::sqrtf(-2.0f * ::logf(x));
-        float sv, cv;
-        ::sincosf(y, &sv, &cv);
-        sv *= s;
-        cv *= s;
+        const auto [sv, cv] = normal_pair(w[0], w[1]);
         float* o = static_cast<float*>(r.out) + 2 * i;
         if (r.what == kind::normal) {
           o[0] = sv * sd + mean;
@@ -200,6 +207,7 @@ class thread_engine final : public engine {
     order_ = order;
     base_.clear();
     cache_.clear();
+    kept_.clear();
     return status::success;
   }
 
@@ -256,14 +264,91 @@ class thread_engine final : public engine {
     return status::success;
   }
 
+  // libcurand's Poisson normals are cuRAND's device-style curand_normal() per thread: slot
+  // s still belongs to thread s mod T, and each thread alternates between drawing a
+  // Box-Muller pair from its next two words (returning sin) and returning the pair's cos
+  // that it kept. The kept value survives other calls (raw, uniform, normal, Poisson by
+  // table) and is dropped by set_seed, set_offset and set_ordering.
+  status generate_poisson_normals(float* out, std::size_t n, unsigned threads) override {
+    if (n == 0) return status::success;
+    prepare();
+    const std::uint64_t q = position_;
+    const std::uint64_t t_count = base_.size(), wrap = q % t_count;
+    if (kept_.size() != t_count) kept_.assign(t_count, std::nullopt);
+    constexpr std::size_t lanes = simd::k_row_lanes, chunk_rows = 64;
+    parallel_for(t_count / lanes, workers_for(n, threads), [&](std::size_t bb, std::size_t be) {
+      float pairs[2 * lanes * chunk_rows];
+      for (std::size_t t0 = bb * lanes; t0 < be * lanes; t0 += lanes) {
+        std::uint64_t first[lanes], count[lanes], done[lanes], rows = ~std::uint64_t{0};
+        for (std::size_t i = 0; i < lanes; ++i) {
+          const std::size_t t = t0 + i;
+          first[i] = (t + t_count - wrap) % t_count;
+          count[i] = first[i] < n ? (n - 1 - first[i]) / t_count + 1 : 0;
+          done[i] = 0;
+          if (count[i] > 0 && kept_[t]) {
+            out[first[i]] = *kept_[t];
+            kept_[t].reset();
+            done[i] = 1;
+          }
+          const std::uint64_t need = (count[i] - done[i] + 1) / 2;
+          words_[t] += 2 * need;
+          rows = std::min(rows, need);
+        }
+        // Lane i's next pair: sin to its next slot, cos to the one after or kept.
+        auto put = [&](std::size_t i, float sin_z, float cos_z) {
+          out[first[i] + done[i]++ * t_count] = sin_z;
+          if (done[i] < count[i])
+            out[first[i] + done[i]++ * t_count] = cos_z;
+          else
+            kept_[t0 + i] = cos_z;
+        };
+        if (simd::has_row_kernels())
+          for (std::uint64_t r0 = 0; r0 < rows; r0 += chunk_rows) {
+            const std::size_t m = static_cast<std::size_t>(std::min<std::uint64_t>(chunk_rows, rows - r0));
+            Core::rows(&cache_[t0], m, simd::row_kind::normal, pairs, lanes, 0.0f, 1.0f);
+            for (std::size_t j = 0; j < m; ++j) {
+              const float* z = pairs + 2 * lanes * j;
+              if (r0 + j + 1 < rows) {
+                // Not the last pair of any lane: both values land in slots of this call.
+                for (std::size_t i = 0; i < lanes; ++i) {
+                  float* o = out + first[i] + done[i] * t_count;
+                  o[0] = z[2 * i];
+                  o[t_count] = z[2 * i + 1];
+                  done[i] += 2;
+                }
+              } else {
+                for (std::size_t i = 0; i < lanes; ++i) put(i, z[2 * i], z[2 * i + 1]);
+              }
+            }
+          }
+        for (std::size_t i = 0; i < lanes; ++i) {
+          typename Core::state st = cache_[t0 + i];
+          while (done[i] < count[i]) {
+            const std::uint32_t w0 = Core::next(st), w1 = Core::next(st);
+            const float_pair z = Core::normal_pair(w0, w1);
+            put(i, z.x, z.y);
+          }
+          cache_[t0 + i] = st;
+        }
+      }
+    });
+    position_ += n;
+    return status::success;
+  }
+
  protected:
+  // libcurand rebuilds its thread states on set_seed and set_offset: word counts are derived
+  // again from the position (one word per slot) and kept Poisson normals are dropped.
   void seed_changed() override {
     base_.clear();
     cache_.clear();
+    words_.clear();
+    kept_.clear();
   }
   void offset_changed() override {
     cache_.clear();
     words_.clear();
+    kept_.clear();
   }
 
  private:
@@ -291,6 +376,7 @@ class thread_engine final : public engine {
   std::vector<typename Core::state> base_;   // thread t at element 0
   std::vector<typename Core::state> cache_;  // thread t where its next word is
   std::vector<std::uint64_t> words_;         // words thread t has consumed (offset included)
+  std::vector<std::optional<float>> kept_;   // thread t's kept Poisson normal (empty = none)
 };
 
 }  // namespace

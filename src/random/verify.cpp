@@ -1,13 +1,16 @@
 #include "keel/random/verify.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <random>
 #include <sstream>
 
 #include "keel/core/error.hpp"
 #include "keel/random/curand_reference.hpp"
 #include "keel/random/sobol.hpp"
 #include "keel/random/mtgp32_tables.hpp"
+#include "keel/random/poisson.hpp"
 
 namespace keel::random {
 
@@ -143,6 +146,16 @@ std::optional<mismatch> compare(const run_output& a, const run_output& b, std::s
   return m;
 }
 
+namespace {
+// The slice: two cases per combination, rotating through seeds and offsets.
+// `offsets`: how many of the 4 offsets the combination has (MT19937: 1).
+bool in_slice(std::size_t rotation, std::size_t si, std::size_t oi, int split, std::size_t offsets = 4) {
+  const std::size_t k = rotation % 20;
+  return (si == k % 5 && oi == (k / 5) % 4 % offsets && split == 0) ||
+         (si == (k + 2) % 5 && oi == (k + 1) % 4 % offsets && split == 1);
+}
+}  // namespace
+
 std::vector<verify_case> standard_cases(std::size_t length, bool full, std::uint64_t random_seed) {
   const std::uint64_t seeds[] = {0, 42, 1234, ~std::uint64_t{0}, random_seed};
   const std::uint64_t offsets[] = {0, 1, 3, 1000003};
@@ -177,13 +190,7 @@ std::vector<verify_case> standard_cases(std::size_t length, bool full, std::uint
       for (std::size_t si = 0; si < 5; ++si)
         for (std::size_t oi = 0; oi < (mt ? 1 : 4); ++oi)
           for (int split = 0; split < 2; ++split) {
-            // The slice: two cases per combination, rotating through seeds and offsets.
-            if (!full) {
-              const std::size_t k = rotation % 20;
-              if (!((si == k % 5 && oi == (mt ? 0 : (k / 5) % 4) && split == 0) ||
-                    (si == (k + 2) % 5 && oi == (mt ? 0 : (k + 1) % 4) && split == 1)))
-                continue;
-            }
+            if (!full && !in_slice(rotation, si, oi, split, mt ? 1 : 4)) continue;
             verify_case c;
             c.type = type;
             c.order = order;
@@ -208,6 +215,42 @@ std::vector<verify_case> standard_cases(std::size_t length, bool full, std::uint
             out.push_back(c);
           }
       ++rotation;
+    }
+  // Poisson: both of libcurand's methods (the table below lambda 2000, the normal
+  // approximation from 2000 on), in odd lengths, which every generator accepts.
+  // MT19937, MTGP32 and Sobol' have no Poisson in keel yet.
+  const double lambdas[] = {1e-6, 0.5, 3.7, 63.9, 1999, 2000, 1e5, 400000};
+  for (const auto& [type, order] : engines)
+    for (double lambda : lambdas) {
+      if (type != rng_type::philox4_32_10 && type != rng_type::xorwow && type != rng_type::mrg32k3a) continue;
+      for (std::size_t si = 0; si < 5; ++si)
+        for (std::size_t oi = 0; oi < 4; ++oi)
+          for (int split = 0; split < 2; ++split) {
+            if (!full && !in_slice(rotation, si, oi, split)) continue;
+            verify_case c{type, order, distribution::poisson, seeds[si], offsets[oi], {}, {0.0, 1.0, lambda}};
+            const std::size_t a = (length / 4) & ~std::size_t{1};
+            c.calls = split == 0 ? std::vector<std::size_t>{length + 1} : std::vector<std::size_t>{a + 1, 3, length - a - 3};
+            out.push_back(c);
+          }
+      ++rotation;
+    }
+  return out;
+}
+
+std::vector<verify_case> poisson_sweep_cases(std::size_t lambdas, std::size_t length, std::uint64_t random_seed) {
+  const std::pair<rng_type, ordering> engines[] = {
+      {rng_type::philox4_32_10, ordering::pseudo_default}, {rng_type::xorwow, ordering::pseudo_default},
+      {rng_type::xorwow, ordering::pseudo_legacy},         {rng_type::mrg32k3a, ordering::pseudo_default},
+      {rng_type::mrg32k3a, ordering::pseudo_legacy},
+  };
+  std::mt19937_64 rng(random_seed);
+  std::uniform_real_distribution<double> log_lambda(std::log(1e-8), std::log(k_poisson_max_lambda));
+  std::vector<verify_case> out;
+  for (const auto& [type, order] : engines)
+    for (std::size_t i = 0; i < lambdas; ++i) {
+      const double lambda = std::min(k_poisson_max_lambda, std::exp(log_lambda(rng)));
+      const std::uint64_t seed = rng(), offset = rng() % 1000003;
+      out.push_back(verify_case{type, order, distribution::poisson, seed, offset, {length}, {0.0, 1.0, lambda}});
     }
   return out;
 }

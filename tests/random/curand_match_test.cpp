@@ -120,7 +120,8 @@ TEST(random_curand_match, call_sequences_equal_libcurand) {
       {step::gen, 0, d::normal, 4000},   {step::seed, 11},       {step::gen, 0, d::raw, 1000},
       {step::order, best},    {step::gen, 0, d::uniform, 3001},
       {step::gen, 0, d::uniform_double, 2000}, {step::offset, 12345}, {step::gen, 0, d::log_normal, 5000},
-      {step::order, legacy},    {step::gen, 0, d::raw, 7000},    {step::gen, 0, d::normal_double, 3000}};
+      {step::order, legacy},    {step::gen, 0, d::raw, 7000},    {step::gen, 0, d::normal_double, 3000},
+      {step::seed, 5},          {step::gen, 0, d::raw, 4099}};  // word counts re-derived from the position
   const std::vector<step> philox_doubles = {
       {step::seed, 1234},       {step::offset, 5},                 {step::gen, 0, d::uniform_double, 1001},
       {step::gen, 0, d::uniform, 300001}, {step::gen, 0, d::normal_double, 400000},

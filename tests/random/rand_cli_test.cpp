@@ -66,6 +66,23 @@ TEST(random_cli, mt19937_output_does_not_depend_on_the_simd_level) {
   }
 }
 
+// Both of libcurand's Poisson methods, odd counts, through the text output.
+TEST(random_cli, poisson_equals_the_generator) {
+  for (const char* lambda : {"3.7", "1999", "2000", "400000"}) {
+    const auto r = run_keel({"rand", "poisson", "--generator", "xorwow", "--lambda", lambda, "--seed", "5", "--offset",
+                             "7", "--count", "1001"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    keel::random::generator g(keel::random::rng_type::xorwow);
+    g.set_seed(5);
+    g.set_offset(7);
+    std::vector<std::uint32_t> v(1001);
+    ASSERT_EQ(g.generate_poisson(v.data(), v.size(), std::strtod(lambda, nullptr)), keel::random::status::success);
+    std::string expected;
+    for (auto x : v) expected += std::to_string(x) + "\n";
+    EXPECT_EQ(r.out, expected) << lambda;
+  }
+}
+
 TEST(random_cli, bad_input_is_one_line_and_exit_2) {
   const std::vector<std::vector<std::string>> cases = {
       {"rand", "normal", "--generator", "nope"},
@@ -84,6 +101,12 @@ TEST(random_cli, bad_input_is_one_line_and_exit_2) {
       {"rand", "raw", "--generator", "sobol32", "--seed", "5"},
       {"rand", "raw", "--dimensions", "2"},  // Philox has no dimensions: TYPE_ERROR
       {"rand", "export-tables", "--out", "x.bin"},  // no table named
+      {"rand", "poisson", "--lambda", "0"},
+      {"rand", "poisson", "--lambda", "-3"},
+      {"rand", "poisson", "--lambda", "400001"},
+      {"rand", "poisson", "--lambda", "inf"},
+      {"rand", "poisson", "--lambda", "nan"},
+      {"rand", "poisson", "--lambda", "ten"},
   };
   for (const auto& args : cases) {
     const auto r = run_keel(args);

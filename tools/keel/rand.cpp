@@ -11,7 +11,6 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
-#include <optional>
 #include <random>
 #include <thread>
 
@@ -22,6 +21,7 @@
 #include "keel/random/mtgp32_tables.hpp"
 #include "keel/random/philox.hpp"
 #include "keel/random/sobol_tables.hpp"
+#include "keel/random/poisson.hpp"
 #include "keel/random/stat_tests.hpp"
 #include "keel/random/verify.hpp"
 
@@ -118,6 +118,14 @@ const CLI::Validator k_non_negative(
     [](std::string& value) { return !value.empty() && value[0] == '-' ? std::string("must not be negative") : std::string(); },
     "N>=0");
 
+// libcurand's Poisson range; NaN (which libcurand turns into zeros) is refused here too.
+const CLI::Validator k_poisson_lambda(
+    [](std::string& value) {
+      const double l = std::strtod(value.c_str(), nullptr);
+      return l > 0 && l <= kr::k_poisson_max_lambda ? std::string() : std::string("must be in (0, 400000]");
+    },
+    "(0,400000]");
+
 void add_dist_command(CLI::App* group, kr::distribution d) {
   auto o = std::make_shared<gen_options>();
   CLI::App* c = group->add_subcommand(std::string(kr::to_string(d)),
@@ -133,7 +141,7 @@ void add_dist_command(CLI::App* group, kr::distribution d) {
       ->check(k_non_negative)
       ->capture_default_str();
   if (d == kr::distribution::poisson) {
-    c->add_option("--lambda", o->lambda, "Poisson mean")->capture_default_str();
+    c->add_option("--lambda", o->lambda, "Poisson mean, in (0, 400000]")->check(k_poisson_lambda)->capture_default_str();
   } else if (d != kr::distribution::raw && d != kr::distribution::uniform && d != kr::distribution::uniform_double) {
     c->add_option("--mean", o->mean, "Mean")->capture_default_str();
     c->add_option("--stddev", o->stddev, "Standard deviation")->capture_default_str();
@@ -174,6 +182,7 @@ struct verify_options {
   std::string write_golden;
   std::string generator;  // only this generator's cases (empty: all)
   std::uint64_t random_seed = 0;
+  std::size_t poisson_lambdas = 0;
 };
 
 void run_verify(const verify_options& o) {
@@ -194,15 +203,17 @@ void run_verify(const verify_options& o) {
     return;
   }
   if (!ref.available()) throw keel::backend_error(ref.description());
-  const std::optional<kr::rng_type> only =
-      o.generator.empty() ? std::nullopt : std::optional<kr::rng_type>(kr::parse_rng_type(o.generator));
+  const bool filtered = !o.generator.empty();
+  const kr::rng_type only = filtered ? kr::parse_rng_type(o.generator) : kr::rng_type::pseudo_default;
   if (!kr::mtgp32_default_tables().tables && !o.json)
     std::cout << "mtgp32 skipped: " << kr::mtgp32_default_tables().description << '\n';
   std::size_t cases = 0, failed = 0, values = 0;
   nlohmann::json failures = nlohmann::json::array();
   const auto start = std::chrono::steady_clock::now();
-  for (const auto& c : kr::standard_cases(length, o.full, rseed)) {
-    if (only && c.type != *only) continue;
+  const auto all_cases = o.poisson_lambdas ? kr::poisson_sweep_cases(o.poisson_lambdas, length, rseed)
+                                           : kr::standard_cases(length, o.full, rseed);
+  for (const auto& c : all_cases) {
+    if (filtered && c.type != only) continue;
     const auto ours = kr::run_keel(c, 0);
     const auto theirs = kr::run_curand(c);
     ++cases;
@@ -284,6 +295,7 @@ struct bench_options {
   std::size_t count = std::size_t{1} << 26;
   int repeats = 3;
   std::string generator;  // only this generator's rows (empty: all)
+  double lambda = 10;
 };
 
 template <class F>
@@ -310,15 +322,17 @@ void run_bench(const bench_options& o) {
       {kr::rng_type::sobol32, kr::distribution::normal},
       {kr::rng_type::mtgp32, kr::distribution::raw},           {kr::rng_type::mtgp32, kr::distribution::uniform},
       {kr::rng_type::mtgp32, kr::distribution::normal},
+      {kr::rng_type::philox4_32_10, kr::distribution::poisson}, {kr::rng_type::xorwow, kr::distribution::poisson},
+      {kr::rng_type::mrg32k3a, kr::distribution::poisson},
   };
   const unsigned all = std::max(1u, std::thread::hardware_concurrency());
   std::vector<unsigned char> buf(o.count * 4);
   nlohmann::json results = nlohmann::json::array();
-  const kr::dist_params params{0.0, 1.0, 1.0};
-  const std::optional<kr::rng_type> only =
-      o.generator.empty() ? std::nullopt : std::optional<kr::rng_type>(kr::parse_rng_type(o.generator));
+  const kr::dist_params params{0.0, 1.0, o.lambda};
+  const bool filtered = !o.generator.empty();
+  const kr::rng_type only = filtered ? kr::parse_rng_type(o.generator) : kr::rng_type::pseudo_default;
   for (const auto& [type, dist] : cases) {
-    if (only && type != *only) continue;
+    if (filtered && type != only) continue;
     if (type == kr::rng_type::mtgp32 && !kr::mtgp32_default_tables().tables) continue;  // no parameter sets
     double curand_gsps = 0;
     if (ref.available()) {
@@ -348,7 +362,7 @@ void run_bench(const bench_options& o) {
     }
   }
   if (o.json)
-    print_json({{"count", o.count}, {"simd", kr::simd_level()}, {"libcurand", ref.available() ? ref.version() : 0},
+    print_json({{"count", o.count}, {"lambda", o.lambda}, {"simd", kr::simd_level()}, {"libcurand", ref.available() ? ref.version() : 0},
                 {"results", results}});
 }
 
@@ -444,6 +458,8 @@ void add_rand_commands(CLI::App& root) {
   verify->add_flag("--icdf", vo->icdf,
                    "Instead: Sobol32 float and double normals for every 32-bit input (2 x 2^32 values, minutes)");
   verify->add_option("--generator", vo->generator, "Compare only this generator's cases (e.g. mt19937)");
+  verify->add_option("--poisson-lambdas", vo->poisson_lambdas,
+                     "Instead of the matrix: N random lambdas per generator x ordering, one Poisson call each");
   add_json_flag(verify, vo->json);
   verify->callback([vo] { vo->icdf ? run_verify_icdf(vo->json) : run_verify(*vo); });
 
@@ -452,6 +468,9 @@ void add_rand_commands(CLI::App& root) {
   bench->add_option("--count", bo->count, "Values per (generator, distribution)")->capture_default_str();
   bench->add_option("--repeats", bo->repeats, "Best of N runs")->capture_default_str();
   bench->add_option("--generator", bo->generator, "Only this generator (e.g. mt19937)");
+  bench->add_option("--lambda", bo->lambda, "Poisson mean (below 2000: table, from 2000: normal approximation)")
+      ->check(k_poisson_lambda)
+      ->capture_default_str();
   add_json_flag(bench, bo->json);
   bench->callback([bo] { run_bench(*bo); });
 

@@ -25,6 +25,7 @@ namespace keel::random {
 namespace detail {
 class engine;
 }
+class poisson_table;
 
 class generator {
  public:
@@ -55,6 +56,8 @@ class generator {
   status generate_normal_double(double* out, std::size_t n, double mean, double stddev);
   status generate_log_normal(float* out, std::size_t n, float mean, float stddev);
   status generate_log_normal_double(double* out, std::size_t n, double mean, double stddev);
+  // curandGeneratePoisson (methods in keel/random/poisson.hpp): out_of_range for lambda <= 0
+  // or > 400000 unless n is 0; any n, odd included, for every generator.
   status generate_poisson(std::uint32_t* out, std::size_t n, double lambda);
 
   // keel extension: worker threads for large calls (0 = all hardware threads, 1 = inline).
@@ -65,6 +68,7 @@ class generator {
   rng_type type_;
   unsigned threads_ = 0;
   std::unique_ptr<detail::engine> engine_;
+  std::unique_ptr<const poisson_table> poisson_table_;  // the last lambda's table
 };
 
 // The SIMD level the fast paths use on this CPU: "avx512", "avx2" or "scalar".
