@@ -1,6 +1,7 @@
 #include "keel/random/verify.hpp"
 
 #include <cstring>
+#include <iterator>
 #include <sstream>
 
 #include "keel/core/error.hpp"
@@ -69,6 +70,14 @@ std::string verify_case::name() const {
   s << to_string(type) << '/' << to_string(order) << '/' << to_string(dist) << "/seed=" << seed
     << "/offset=" << offset << "/calls=";
   for (std::size_t i = 0; i < calls.size(); ++i) s << (i ? "+" : "") << calls[i];
+  switch (then.what) {
+    case midstream_change::setter::none: break;
+    case midstream_change::setter::seed: s << "/then-seed=" << then.value; break;
+    case midstream_change::setter::offset: s << "/then-offset=" << then.value; break;
+    case midstream_change::setter::ordering:
+      s << "/then-ordering=" << to_string(static_cast<ordering>(then.value));
+      break;
+  }
   if (dist == distribution::poisson)
     s << "/lambda=" << params.lambda;
   else if (dist != distribution::raw && dist != distribution::uniform && dist != distribution::uniform_double)
@@ -89,9 +98,17 @@ run_output run_with(G& g, const verify_case& c) {
   note(g.set_seed(c.seed));
   note(g.set_offset(c.offset));
   std::size_t at = 0;
-  for (auto n : c.calls) {
-    note(generate(g, c.dist, out.bytes.data() + at * vs, n, c.params));
-    at += n;
+  for (std::size_t i = 0; i < c.calls.size(); ++i) {
+    if (i == 1) {
+      switch (c.then.what) {
+        case midstream_change::setter::none: break;
+        case midstream_change::setter::seed: note(g.set_seed(c.then.value)); break;
+        case midstream_change::setter::offset: note(g.set_offset(c.then.value)); break;
+        case midstream_change::setter::ordering: note(g.set_ordering(static_cast<ordering>(c.then.value))); break;
+      }
+    }
+    note(generate(g, c.dist, out.bytes.data() + at * vs, c.calls[i], c.params));
+    at += c.calls[i];
   }
   return out;
 }
@@ -140,7 +157,7 @@ std::vector<verify_case> standard_cases(std::size_t length, bool full, std::uint
       {rng_type::philox4_32_10, ordering::pseudo_legacy},  {rng_type::xorwow, ordering::pseudo_default},
       {rng_type::xorwow, ordering::pseudo_best},           {rng_type::xorwow, ordering::pseudo_legacy},
       {rng_type::mrg32k3a, ordering::pseudo_default},      {rng_type::mrg32k3a, ordering::pseudo_best},
-      {rng_type::mrg32k3a, ordering::pseudo_legacy},
+      {rng_type::mrg32k3a, ordering::pseudo_legacy},       {rng_type::xorwow, ordering::pseudo_seeded},
   };
   const distribution dists[] = {distribution::raw,           distribution::uniform,    distribution::normal,
                                 distribution::log_normal,    distribution::uniform_double,
@@ -148,8 +165,9 @@ std::vector<verify_case> standard_cases(std::size_t length, bool full, std::uint
   length += length % 2;  // normals of some generators need even lengths
   std::vector<verify_case> out;
   std::size_t rotation = 0;
-  for (const auto& [type, order] : engines)
+  for (std::size_t e = 0; e < std::size(engines); ++e)
     for (distribution d : dists) {
+      const auto& [type, order] = engines[e];
       for (std::size_t si = 0; si < 5; ++si)
         for (std::size_t oi = 0; oi < 4; ++oi)
           for (int split = 0; split < 2; ++split) {
@@ -175,6 +193,20 @@ std::vector<verify_case> standard_cases(std::size_t length, bool full, std::uint
               c.calls = {a, 2, length - a - 2};
             }
             out.push_back(c);
+            if (split == 0) continue;
+            // Calls after output: a new seed, offset or ordering (the next one of this
+            // generator in `engines`) between the first and the second call.
+            std::size_t next = (e + 1) % std::size(engines);
+            while (engines[next].first != type) next = (next + 1) % std::size(engines);
+            const midstream_change changes[] = {
+                {midstream_change::setter::seed, 7},
+                {midstream_change::setter::offset, 12345},
+                {midstream_change::setter::ordering, static_cast<std::uint64_t>(engines[next].second)}};
+            for (std::size_t k = 0; k < 3; ++k) {
+              if (!full && k != rotation % 3) continue;
+              c.then = changes[k];
+              out.push_back(c);
+            }
           }
       ++rotation;
     }

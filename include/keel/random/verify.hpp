@@ -57,6 +57,12 @@ status generate(G& g, distribution d, void* out, std::size_t n, const dist_param
   return status::internal_error;
 }
 
+// A setter called between the first and the second generate call (output already produced).
+struct midstream_change {
+  enum class setter { none, seed, offset, ordering } what = setter::none;
+  std::uint64_t value = 0;  // the seed, the offset or the ordering's cuRAND value
+};
+
 struct verify_case {
   rng_type type = rng_type::philox4_32_10;
   ordering order = ordering::pseudo_default;
@@ -65,9 +71,11 @@ struct verify_case {
   std::uint64_t offset = 0;
   std::vector<std::size_t> calls;  // lengths of consecutive generate calls
   dist_params params;
+  midstream_change then;
 
   std::size_t count() const;
-  // A stable identifier, e.g. "philox4_32_10/default/normal/seed=42/offset=3/calls=1000+24".
+  // A stable identifier, e.g. "philox4_32_10/default/normal/seed=42/offset=3/calls=1000+24",
+  // with "/then-seed=7" (or then-offset, then-ordering) after the calls for a change.
   std::string name() const;
 };
 
@@ -91,8 +99,9 @@ std::optional<mismatch> compare(const run_output& a, const run_output& b, std::s
 
 // The cases of the bit-exactness matrix: every implemented generator x distribution x
 // ordering, seeds {0, 42, 1234, 2^64-1, random_seed}, offsets {0, 1, 3, 1000003}, single and
-// split calls, `length` values each. `full` takes every combination; otherwise a slice that
-// still covers each generator x distribution x ordering.
+// split calls, `length` values each; and split calls with a set_seed, set_offset or
+// set_ordering after the first call. `full` takes every combination; otherwise a slice that
+// still covers each generator x distribution x ordering (and one change for each).
 std::vector<verify_case> standard_cases(std::size_t length, bool full, std::uint64_t random_seed);
 
 // Golden files: one line per case, "name count status hash first-values-hex".
