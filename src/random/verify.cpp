@@ -4,8 +4,11 @@
 #include <iterator>
 #include <sstream>
 
+#include <cmath>
+
 #include "keel/core/error.hpp"
 #include "keel/random/curand_reference.hpp"
+#include "simd.hpp"
 
 namespace keel::random {
 
@@ -224,6 +227,68 @@ std::string golden_line(const verify_case& c, const run_output& out) {
     s << ' ' << v;
   }
   return s.str();
+}
+
+namespace {
+// Runs `check(in, n)` over the floats with bits [lo, hi], 16 (one vector) at a time.
+template <class Check>
+void over_floats(std::uint32_t lo, std::uint32_t hi, std::uint32_t stride, Check&& check) {
+  float in[16];
+  std::size_t n = 0;
+  for (std::uint64_t b = lo; b <= hi; b += stride) {
+    const auto bits = static_cast<std::uint32_t>(b);
+    std::memcpy(&in[n++], &bits, 4);
+    if (n == 16 || b + stride > hi) {
+      for (std::size_t i = n; i < 16; ++i) in[i] = in[0];
+      check(in, n);
+      n = 0;
+    }
+  }
+}
+}  // namespace
+
+std::vector<math_check> check_vector_math(std::uint32_t stride) {
+  namespace simd = detail::simd;
+  if (stride == 0) throw invalid_argument("check_vector_math: stride must be positive");
+  std::vector<math_check> out;
+  const simd::level saved = simd::active_level();
+  for (const auto l : {simd::level::avx2, simd::level::avx512}) {
+    simd::force_level(l);
+    if (simd::active_level() != l) continue;
+    math_check m;
+    m.level = simd_level();
+    auto note = [&](const float& x) {
+      if (m.logf_mismatches + m.sincosf_mismatches == 0) std::memcpy(&m.first_mismatch_bits, &x, 4);
+    };
+    // logf: u = x * 2^-32 + 2^-33 in (2^-33, 1] (MRG32k3a's uniforms are inside too).
+    over_floats(0x2f000000u, 0x3f800000u, stride, [&](const float* in, std::size_t n) {
+      float y[16];
+      simd::logf16(in, y);
+      for (std::size_t i = 0; i < n; ++i) {
+        const float g = ::logf(in[i]);
+        if (std::memcmp(&g, &y[i], 4) == 0) continue;
+        note(in[i]);
+        ++m.logf_mismatches;
+      }
+      m.logf_inputs += n;
+    });
+    // sincosf: the Box-Muller angle is in [2^-30.4, 2pi], MRG32k3a's in [2^-29.4, 2pi].
+    over_floats(0x30000000u, 0x40c9999au, stride, [&](const float* in, std::size_t n) {
+      float s[16], c[16];
+      simd::sincosf16(in, s, c);
+      for (std::size_t i = 0; i < n; ++i) {
+        float gs, gc;
+        ::sincosf(in[i], &gs, &gc);
+        if (std::memcmp(&gs, &s[i], 4) == 0 && std::memcmp(&gc, &c[i], 4) == 0) continue;
+        note(in[i]);
+        ++m.sincosf_mismatches;
+      }
+      m.sincosf_inputs += n;
+    });
+    out.push_back(m);
+  }
+  simd::force_level(saved);
+  return out;
 }
 
 }  // namespace keel::random

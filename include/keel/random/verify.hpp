@@ -107,4 +107,17 @@ std::vector<verify_case> standard_cases(std::size_t length, bool full, std::uint
 // Golden files: one line per case, "name count status hash first-values-hex".
 std::string golden_line(const verify_case& c, const run_output& out);
 
+// The vector logf and sincosf of the SIMD Box-Muller paths against glibc's, at every SIMD
+// level this CPU has (avx2, avx512): logf over every float in [2^-33, 1] and sincosf over
+// every float in [2^-31, 6.3], all the inputs the generators can give them (every `stride`-th
+// input for a quicker partial check). Independent of libcurand. Not thread-safe: it switches
+// the process's SIMD level while it runs (and restores it).
+struct math_check {
+  std::string level;
+  std::uint64_t logf_inputs = 0, logf_mismatches = 0;
+  std::uint64_t sincosf_inputs = 0, sincosf_mismatches = 0;
+  std::uint32_t first_mismatch_bits = 0;  // the first input (float bits) that differed, if any
+};
+std::vector<math_check> check_vector_math(std::uint32_t stride = 1);
+
 }  // namespace keel::random
