@@ -1,10 +1,9 @@
 #include "keel/random/verify.hpp"
 
+#include <cmath>
 #include <cstring>
 #include <iterator>
 #include <sstream>
-
-#include <cmath>
 
 #include "keel/core/error.hpp"
 #include "keel/random/curand_reference.hpp"
