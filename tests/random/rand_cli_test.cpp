@@ -1,9 +1,11 @@
-// `keel rand` from the outside: values as libcurand gives them, the binary format, and bad
-// input answered with one "keel: ..." line and exit status 2.
+// `keel rand` from the outside: values as libcurand gives them, the binary format, the
+// bench's CPU-time mode, and bad input answered with one "keel: ..." line and exit status 2.
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "keel/random/generator.hpp"
 #include "process.hpp"
@@ -29,6 +31,18 @@ TEST(random_cli, bin_format_is_the_values_back_to_back) {
   std::vector<std::uint32_t> expected(1000);
   ASSERT_EQ(g.generate(expected.data(), expected.size()), keel::random::status::success);
   EXPECT_EQ(std::memcmp(r.out.data(), expected.data(), 4000), 0);
+}
+
+TEST(random_cli, bench_by_cpu_time_has_single_thread_rows_only) {
+  const auto r = run_keel({"rand", "bench", "--count", "65536", "--repeats", "1", "--cpu-time", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["clock"], "thread-cpu");
+  ASSERT_FALSE(doc["results"].empty());
+  for (const auto& row : doc["results"]) {
+    EXPECT_EQ(row["threads"], 1);
+    EXPECT_GT(row["keel_gsps"].get<double>(), 0.0);
+  }
 }
 
 TEST(random_cli, bad_input_is_one_line_and_exit_2) {
