@@ -8,7 +8,6 @@
 #include <string>
 #include <vector>
 
-#include "keel/random/generator.hpp"
 #include "keel/random/verify.hpp"
 #include "process.hpp"
 
