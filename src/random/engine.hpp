@@ -25,7 +25,9 @@ class engine {
  public:
   virtual ~engine() = default;
   status set_seed(std::uint64_t seed) {
-    // As libcurand: a new seed does not move the position (the stream continues there).
+    // As libcurand: setting the seed it already has changes nothing; a new seed re-initializes
+    // the streams where the engine restarts them (seed_changed), without rewinding.
+    if (seed == seed_) return status::success;
     seed_ = seed;
     seed_changed();
     return status::success;

@@ -6,6 +6,10 @@
 // to E_t, for the doubles and 32-bit outputs that follow. set_offset resets E to 0. Every
 // output is thus a pure function of (seed, position, E), so any split of calls and any
 // worker count give the same bits.
+// A new seed or ordering (not the current one again) restarts the generator, as libcurand
+// does: E is reset and the position becomes the restart point R, which set_offset sets to
+// the offset and each call of n outputs from position p advances by floor((p + n) / 4) -
+// floor(p / 4) — libcurand counts groups there, so after output R lags the position.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -42,13 +46,14 @@ void for_positions(std::uint64_t p0, std::size_t n, philox_key key, const std::u
 class philox_engine final : public engine {
  public:
   status set_ordering(ordering order) override {
-    // All three accepted orderings are the same layout; the position is kept (as libcurand).
-    // libcurand also drops the per-thread double state (E) here.
-    if (order == ordering::pseudo_best || order == ordering::pseudo_default || order == ordering::pseudo_legacy) {
-      extra_.clear();
-      return status::success;
+    // All three accepted orderings are the same layout, but a change restarts (see the top).
+    if (order != ordering::pseudo_best && order != ordering::pseudo_default && order != ordering::pseudo_legacy)
+      return status::out_of_range;
+    if (order != order_) {
+      order_ = order;
+      restart();
     }
-    return status::out_of_range;
+    return status::success;
   }
 
   status generate(const request& r) override {
@@ -69,7 +74,7 @@ class philox_engine final : public engine {
       const std::size_t begin = cb * 64, end = std::min(r.n, ce * 64);
       fill(r, p0 + begin, begin, end - begin, key, extra_.empty() ? nullptr : extra_.data());
     });
-    position_ += r.n;
+    advance(r.n);
     return status::success;
   }
 
@@ -79,6 +84,15 @@ class philox_engine final : public engine {
   }
 
  private:
+  void advance(std::size_t n) {
+    restart_ += (position_ + n) / 4 - position_ / 4;
+    position_ += n;
+  }
+  void restart() {
+    position_ = restart_;
+    extra_.clear();
+  }
+
   static void fill(const request& r, std::uint64_t p, std::size_t at, std::size_t n, philox_key key,
                    const std::uint32_t* shift) {
     switch (r.what) {
@@ -155,11 +169,18 @@ class philox_engine final : public engine {
         if (qf <= q_done) extra_[t] += static_cast<std::uint32_t>((q_done - qf) / k_threads + 1);
       }
     }
-    position_ = end;
+    advance(r.n);
     return status::success;
   }
 
-  void offset_changed() override { extra_.clear(); }
+  void seed_changed() override { restart(); }
+  void offset_changed() override {
+    restart_ = offset_;
+    extra_.clear();
+  }
+
+  ordering order_ = ordering::pseudo_default;
+  std::uint64_t restart_ = 0;  // R (see the top of this file)
 
   // E_t per thread (empty = all 0). 32 bits: 2^32 double groups per thread (2^50 doubles
   // in all) would be needed to overflow it.

@@ -6,7 +6,12 @@
 // (two outputs per slot) and so on (see slot_shape). Each call is therefore a pure function
 // of (seed, q, kind, n), apart from Poisson's normals, which also depend on the value each
 // thread keeps between them (generate_poisson_normals); the engine caches each thread's
-// state where the last call left it so that consecutive calls step instead of jumping.
+// state where the last call left it so that consecutive calls step instead of jumping. As in
+// libcurand, a new seed or ordering re-initializes the threads at position q counted in
+// slots (one word per slot, whatever the calls before consumed), while the same seed or
+// ordering again keeps the states as they are. XORWOW's SEEDED ordering (libcurand's,
+// measured) gives thread t the unskipped stream of seed + t * 3133713 instead of subsequence
+// t of the seed's stream; the slots are the same.
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -27,11 +32,22 @@ struct slot_shape {
   unsigned outputs;  // outputs written per slot
 };
 
+// Seed distance of consecutive threads in libcurand's SEEDED XORWOW ordering.
+constexpr std::uint64_t k_xorwow_seeded_stride = 3133713;
+
 struct xorwow_core {
   using state = xorwow_state;
   static std::uint32_t next(state& s) { return xorwow_next(s); }
+  static bool accepts(ordering o) {
+    return o == ordering::pseudo_best || o == ordering::pseudo_default || o == ordering::pseudo_legacy ||
+           o == ordering::pseudo_seeded;
+  }
   static unsigned thread_count(ordering) { return 4096; }
-  static void base_states(std::uint64_t seed, std::vector<state>& base) {
+  static void base_states(std::uint64_t seed, ordering o, std::vector<state>& base) {
+    if (o == ordering::pseudo_seeded) {
+      for (std::size_t t = 0; t < base.size(); ++t) base[t] = xorwow_seed(seed + t * k_xorwow_seeded_stride);
+      return;
+    }
     state s = xorwow_seed(seed);
     const auto& jump = xorwow_jumps().jump[k_xorwow_subsequence_log2];
     for (auto& b : base) {
@@ -114,8 +130,11 @@ struct xorwow_core {
 struct mrg_core {
   using state = mrg32k3a_state;
   static std::uint32_t next(state& s) { return mrg32k3a_next(s); }
+  static bool accepts(ordering o) {
+    return o == ordering::pseudo_best || o == ordering::pseudo_default || o == ordering::pseudo_legacy;
+  }
   static unsigned thread_count(ordering o) { return o == ordering::pseudo_legacy ? 4096 : 81920; }
-  static void base_states(std::uint64_t seed, std::vector<state>& base) {
+  static void base_states(std::uint64_t seed, ordering, std::vector<state>& base) {
     state s = mrg32k3a_seed(seed);
     const mrg_matrix j1 = k_mrg_a1.pow2_times(k_mrg_subsequence_log2, 1);
     const mrg_matrix j2 = k_mrg_a2.pow2_times(k_mrg_subsequence_log2, 1);
@@ -198,12 +217,9 @@ template <class Core>
 class thread_engine final : public engine {
  public:
   status set_ordering(ordering order) override {
-    if (order != ordering::pseudo_best && order != ordering::pseudo_default &&
-        order != ordering::pseudo_legacy)
-      return status::out_of_range;
-    // As libcurand, the position is kept. With the same thread count each thread keeps its
-    // word count; otherwise the counts are re-derived from the position (one word per slot).
-    words_.clear();
+    if (!Core::accepts(order)) return status::out_of_range;
+    if (order == order_) return status::success;
+    // As libcurand, the position is kept and the threads are re-initialized there.
     order_ = order;
     base_.clear();
     cache_.clear();
@@ -255,11 +271,6 @@ class thread_engine final : public engine {
         for (std::size_t i = 0; i < lanes; ++i) run_thread(t0 + i, q + o0 + i + rows * t_count);
       }
     });
-    // Words each thread consumed in this call (its slots times the words per slot).
-    for (std::uint64_t t = 0; t < t_count; ++t) {
-      const std::uint64_t first = q + (t + t_count - wrap) % t_count;
-      if (first < q + slots) words_[t] += shape.words * ((q + slots - 1 - first) / t_count + 1);
-    }
     position_ += slots;
     return status::success;
   }
@@ -291,7 +302,6 @@ class thread_engine final : public engine {
             done[i] = 1;
           }
           const std::uint64_t need = (count[i] - done[i] + 1) / 2;
-          words_[t] += 2 * need;
           rows = std::min(rows, need);
         }
         // Lane i's next pair: sin to its next slot, cos to the one after or kept.
@@ -337,17 +347,15 @@ class thread_engine final : public engine {
   }
 
  protected:
-  // libcurand rebuilds its thread states on set_seed and set_offset: word counts are derived
-  // again from the position (one word per slot) and kept Poisson normals are dropped.
+  // libcurand rebuilds its thread states on set_seed and set_offset: from the position (one
+  // word per slot), and kept Poisson normals are dropped.
   void seed_changed() override {
     base_.clear();
     cache_.clear();
-    words_.clear();
     kept_.clear();
   }
   void offset_changed() override {
     cache_.clear();
-    words_.clear();
     kept_.clear();
   }
 
@@ -355,27 +363,19 @@ class thread_engine final : public engine {
   void prepare() {
     if (base_.empty()) {
       base_.resize(Core::thread_count(order_));
-      Core::base_states(seed_, base_);
+      Core::base_states(seed_, order_, base_);
       cache_.clear();
     }
     if (!cache_.empty()) return;
+    // Thread t starts past one word for each of its ceil((q - t) / T) slots before q.
     const std::uint64_t t_count = base_.size();
-    if (words_.size() != t_count) {
-      // The offset counts slots: thread t starts past the ceil((offset - t) / T) words of
-      // its slots before the offset (position_ is the offset unless the ordering changed
-      // after generating).
-      words_.assign(t_count, 0);
-      for (std::uint64_t t = 0; t < t_count && t < position_; ++t) words_[t] = (position_ - t - 1) / t_count + 1;
-    }
     cache_ = base_;
-    for (std::uint64_t t = 0; t < t_count; ++t)
-      if (words_[t] != 0) Core::skip(cache_[t], words_[t]);
+    for (std::uint64_t t = 0; t < t_count && t < position_; ++t) Core::skip(cache_[t], (position_ - t - 1) / t_count + 1);
   }
 
   ordering order_ = ordering::pseudo_default;
   std::vector<typename Core::state> base_;   // thread t at element 0
   std::vector<typename Core::state> cache_;  // thread t where its next word is
-  std::vector<std::uint64_t> words_;         // words thread t has consumed (offset included)
   std::vector<std::optional<float>> kept_;   // thread t's kept Poisson normal (empty = none)
 };
 

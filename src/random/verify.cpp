@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <iterator>
 #include <random>
 #include <sstream>
 
@@ -11,6 +12,7 @@
 #include "keel/random/sobol.hpp"
 #include "keel/random/mtgp32_tables.hpp"
 #include "keel/random/poisson.hpp"
+#include "simd.hpp"
 
 namespace keel::random {
 
@@ -80,6 +82,14 @@ std::string verify_case::name() const {
     s << "/seed=" << seed;
   s << "/offset=" << offset << "/calls=";
   for (std::size_t i = 0; i < calls.size(); ++i) s << (i ? "+" : "") << calls[i];
+  switch (then.what) {
+    case midstream_change::setter::none: break;
+    case midstream_change::setter::seed: s << "/then-seed=" << then.value; break;
+    case midstream_change::setter::offset: s << "/then-offset=" << then.value; break;
+    case midstream_change::setter::ordering:
+      s << "/then-ordering=" << to_string(static_cast<ordering>(then.value));
+      break;
+  }
   if (dist == distribution::poisson)
     s << "/lambda=" << params.lambda;
   else if (dist != distribution::raw && dist != distribution::uniform && dist != distribution::uniform_double)
@@ -103,9 +113,17 @@ run_output run_with(G& g, const verify_case& c) {
     note(g.set_seed(c.seed));
   note(g.set_offset(c.offset));
   std::size_t at = 0;
-  for (auto n : c.calls) {
-    note(generate(g, c.dist, out.bytes.data() + at * vs, n, c.params));
-    at += n;
+  for (std::size_t i = 0; i < c.calls.size(); ++i) {
+    if (i == 1) {
+      switch (c.then.what) {
+        case midstream_change::setter::none: break;
+        case midstream_change::setter::seed: note(g.set_seed(c.then.value)); break;
+        case midstream_change::setter::offset: note(g.set_offset(c.then.value)); break;
+        case midstream_change::setter::ordering: note(g.set_ordering(static_cast<ordering>(c.then.value))); break;
+      }
+    }
+    note(generate(g, c.dist, out.bytes.data() + at * vs, c.calls[i], c.params));
+    at += c.calls[i];
   }
   return out;
 }
@@ -164,11 +182,11 @@ std::vector<verify_case> standard_cases(std::size_t length, bool full, std::uint
       {rng_type::philox4_32_10, ordering::pseudo_legacy},  {rng_type::xorwow, ordering::pseudo_default},
       {rng_type::xorwow, ordering::pseudo_best},           {rng_type::xorwow, ordering::pseudo_legacy},
       {rng_type::mrg32k3a, ordering::pseudo_default},      {rng_type::mrg32k3a, ordering::pseudo_best},
-      {rng_type::mrg32k3a, ordering::pseudo_legacy},       {rng_type::mt19937, ordering::pseudo_default},
-      {rng_type::mt19937, ordering::pseudo_legacy},
+      {rng_type::mrg32k3a, ordering::pseudo_legacy},       {rng_type::xorwow, ordering::pseudo_seeded},
+      {rng_type::mt19937, ordering::pseudo_default},       {rng_type::mt19937, ordering::pseudo_legacy},
       {rng_type::mtgp32, ordering::pseudo_default},        {rng_type::mtgp32, ordering::pseudo_best},
-      {rng_type::mtgp32, ordering::pseudo_legacy},
-      {rng_type::sobol32, ordering::quasi_default},        {rng_type::scrambled_sobol32, ordering::quasi_default},
+      {rng_type::mtgp32, ordering::pseudo_legacy},         {rng_type::sobol32, ordering::quasi_default},
+      {rng_type::scrambled_sobol32, ordering::quasi_default},
   };
   const std::uint32_t quasi_dimensions[] = {1, 3, 64, 1000, k_sobol32_max_dimensions};
   const distribution dists[] = {distribution::raw,           distribution::uniform,    distribution::normal,
@@ -177,8 +195,9 @@ std::vector<verify_case> standard_cases(std::size_t length, bool full, std::uint
   length += length % 2;  // normals of some generators need even lengths
   std::vector<verify_case> out;
   std::size_t rotation = 0;
-  for (const auto& [type, order] : engines)
+  for (std::size_t e = 0; e < std::size(engines); ++e)
     for (distribution d : dists) {
+      const auto& [type, order] = engines[e];
       // MT19937: libcurand refuses every offset (TYPE_ERROR, stream unchanged), so one offset
       // does; keel does not reproduce its double-precision inverse CDF (normal/log-normal double).
       const bool mt = type == rng_type::mt19937;
@@ -213,6 +232,20 @@ std::vector<verify_case> standard_cases(std::size_t length, bool full, std::uint
               c.calls = {a, 2, length - a - 2};
             }
             out.push_back(c);
+            if (split == 0) continue;
+            // Calls after output: a new seed, offset or ordering (the next one of this
+            // generator in `engines`) between the first and the second call.
+            std::size_t next = (e + 1) % std::size(engines);
+            while (engines[next].first != type) next = (next + 1) % std::size(engines);
+            const midstream_change changes[] = {
+                {midstream_change::setter::seed, 7},
+                {midstream_change::setter::offset, 12345},
+                {midstream_change::setter::ordering, static_cast<std::uint64_t>(engines[next].second)}};
+            for (std::size_t k = 0; k < 3; ++k) {
+              if (!full && k != rotation % 3) continue;
+              c.then = changes[k];
+              out.push_back(c);
+            }
           }
       ++rotation;
     }
@@ -268,6 +301,68 @@ std::string golden_line(const verify_case& c, const run_output& out) {
     s << ' ' << v;
   }
   return s.str();
+}
+
+namespace {
+// Runs `check(in, n)` over the floats with bits [lo, hi], 16 (one vector) at a time.
+template <class Check>
+void over_floats(std::uint32_t lo, std::uint32_t hi, std::uint32_t stride, Check&& check) {
+  float in[16];
+  std::size_t n = 0;
+  for (std::uint64_t b = lo; b <= hi; b += stride) {
+    const auto bits = static_cast<std::uint32_t>(b);
+    std::memcpy(&in[n++], &bits, 4);
+    if (n == 16 || b + stride > hi) {
+      for (std::size_t i = n; i < 16; ++i) in[i] = in[0];
+      check(in, n);
+      n = 0;
+    }
+  }
+}
+}  // namespace
+
+std::vector<math_check> check_vector_math(std::uint32_t stride) {
+  namespace simd = detail::simd;
+  if (stride == 0) throw invalid_argument("check_vector_math: stride must be positive");
+  std::vector<math_check> out;
+  const simd::level saved = simd::active_level();
+  for (const auto l : {simd::level::avx2, simd::level::avx512}) {
+    simd::force_level(l);
+    if (simd::active_level() != l) continue;
+    math_check m;
+    m.level = simd_level();
+    auto note = [&](const float& x) {
+      if (m.logf_mismatches + m.sincosf_mismatches == 0) std::memcpy(&m.first_mismatch_bits, &x, 4);
+    };
+    // logf: u = x * 2^-32 + 2^-33 in (2^-33, 1] (MRG32k3a's uniforms are inside too).
+    over_floats(0x2f000000u, 0x3f800000u, stride, [&](const float* in, std::size_t n) {
+      float y[16];
+      simd::logf16(in, y);
+      for (std::size_t i = 0; i < n; ++i) {
+        const float g = ::logf(in[i]);
+        if (std::memcmp(&g, &y[i], 4) == 0) continue;
+        note(in[i]);
+        ++m.logf_mismatches;
+      }
+      m.logf_inputs += n;
+    });
+    // sincosf: the Box-Muller angle is in [2^-30.4, 2pi], MRG32k3a's in [2^-29.4, 2pi].
+    over_floats(0x30000000u, 0x40c9999au, stride, [&](const float* in, std::size_t n) {
+      float s[16], c[16];
+      simd::sincosf16(in, s, c);
+      for (std::size_t i = 0; i < n; ++i) {
+        float gs, gc;
+        ::sincosf(in[i], &gs, &gc);
+        if (std::memcmp(&gs, &s[i], 4) == 0 && std::memcmp(&gc, &c[i], 4) == 0) continue;
+        note(in[i]);
+        ++m.sincosf_mismatches;
+      }
+      m.sincosf_inputs += n;
+    });
+    out.push_back(m);
+  }
+  simd::force_level(saved);
+  return out;
 }
 
 }  // namespace keel::random

@@ -1,5 +1,5 @@
-// `keel rand` from the outside: values as libcurand gives them, the binary format, and bad
-// input answered with one "keel: ..." line and exit status 2.
+// `keel rand` from the outside: values as libcurand gives them, the binary format, the
+// bench's CPU-time mode, and bad input answered with one "keel: ..." line and exit status 2.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -10,6 +10,8 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "keel/random/curand_reference.hpp"
 #include "keel/random/generator.hpp"
@@ -80,6 +82,18 @@ TEST(random_cli, poisson_equals_the_generator) {
     std::string expected;
     for (auto x : v) expected += std::to_string(x) + "\n";
     EXPECT_EQ(r.out, expected) << lambda;
+  }
+}
+
+TEST(random_cli, bench_by_cpu_time_has_single_thread_rows_only) {
+  const auto r = run_keel({"rand", "bench", "--count", "65536", "--repeats", "1", "--cpu-time", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["clock"], "thread-cpu");
+  ASSERT_FALSE(doc["results"].empty());
+  for (const auto& row : doc["results"]) {
+    EXPECT_EQ(row["threads"], 1);
+    EXPECT_GT(row["keel_gsps"].get<double>(), 0.0);
   }
 }
 

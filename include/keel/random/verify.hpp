@@ -57,6 +57,12 @@ status generate(G& g, distribution d, void* out, std::size_t n, const dist_param
   return status::internal_error;
 }
 
+// A setter called between the first and the second generate call (output already produced).
+struct midstream_change {
+  enum class setter { none, seed, offset, ordering } what = setter::none;
+  std::uint64_t value = 0;  // the seed, the offset or the ordering's cuRAND value
+};
+
 struct verify_case {
   rng_type type = rng_type::philox4_32_10;
   ordering order = ordering::pseudo_default;
@@ -66,9 +72,11 @@ struct verify_case {
   std::vector<std::size_t> calls;  // lengths of consecutive generate calls
   dist_params params;
   std::uint32_t dimensions = 1;  // quasi-random generators (the seed is then unused)
+  midstream_change then;
 
   std::size_t count() const;
-  // A stable identifier, e.g. "philox4_32_10/default/normal/seed=42/offset=3/calls=1000+24";
+  // A stable identifier, e.g. "philox4_32_10/default/normal/seed=42/offset=3/calls=1000+24",
+  // with "/then-seed=7" (or then-offset, then-ordering) after the calls for a change;
   // quasi-random generators show "dimensions=D" instead of the seed.
   std::string name() const;
 };
@@ -96,10 +104,11 @@ std::optional<mismatch> compare(const run_output& a, const run_output& b, std::s
 // {1, 3, 64, 1000, 20000} instead), offsets {0, 1, 3, 1000003} (MT19937: 0 only, libcurand
 // refuses any other), single and split calls, `length` values each (quasi: rounded to whole
 // points, at least two per dimension; Poisson: lambda {1e-6, 0.5, 3.7, 63.9, 1999, 2000, 1e5,
-// 4e5} for each generator x ordering that has it, in odd lengths). `full` takes every
-// combination; otherwise a slice that still covers each generator x distribution x ordering
-// (x lambda). MTGP32's cases are left out when its parameter sets are not available
-// (keel/random/mtgp32_tables.hpp).
+// 4e5} for each generator x ordering that has it, in odd lengths); and split calls with a
+// set_seed, set_offset or set_ordering after the first call. `full` takes every combination;
+// otherwise a slice that still covers each generator x distribution x ordering (x lambda, and
+// one change for each). MTGP32's cases are left out when its parameter sets are not
+// available (keel/random/mtgp32_tables.hpp).
 std::vector<verify_case> standard_cases(std::size_t length, bool full, std::uint64_t random_seed);
 
 // A Poisson sweep: for each generator x ordering that has Poisson, `lambdas` values of lambda
@@ -110,5 +119,18 @@ std::vector<verify_case> poisson_sweep_cases(std::size_t lambdas, std::size_t le
 // Golden files: one line per case, "name count status hash first-values-hex" (no values for
 // scrambled_sobol32, whose tables keel does not ship).
 std::string golden_line(const verify_case& c, const run_output& out);
+
+// The vector logf and sincosf of the SIMD Box-Muller paths against glibc's, at every SIMD
+// level this CPU has (avx2, avx512): logf over every float in [2^-33, 1] and sincosf over
+// every float in [2^-31, 6.3], all the inputs the generators can give them (every `stride`-th
+// input for a quicker partial check). Independent of libcurand. Not thread-safe: it switches
+// the process's SIMD level while it runs (and restores it).
+struct math_check {
+  std::string level;
+  std::uint64_t logf_inputs = 0, logf_mismatches = 0;
+  std::uint64_t sincosf_inputs = 0, sincosf_mismatches = 0;
+  std::uint32_t first_mismatch_bits = 0;  // the first input (float bits) that differed, if any
+};
+std::vector<math_check> check_vector_math(std::uint32_t stride = 1);
 
 }  // namespace keel::random
