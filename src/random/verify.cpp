@@ -260,7 +260,7 @@ std::vector<verify_case> standard_cases(std::size_t length, bool full, std::uint
         for (std::size_t oi = 0; oi < 4; ++oi)
           for (int split = 0; split < 2; ++split) {
             if (!full && !in_slice(rotation, si, oi, split)) continue;
-            verify_case c{type, order, distribution::poisson, seeds[si], offsets[oi], {}, {0.0, 1.0, lambda}};
+            verify_case c{type, order, distribution::poisson, seeds[si], offsets[oi], {}, {0.0, 1.0, lambda}, 1, {}};
             const std::size_t a = (length / 4) & ~std::size_t{1};
             c.calls = split == 0 ? std::vector<std::size_t>{length + 1} : std::vector<std::size_t>{a + 1, 3, length - a - 3};
             out.push_back(c);
@@ -283,7 +283,7 @@ std::vector<verify_case> poisson_sweep_cases(std::size_t lambdas, std::size_t le
     for (std::size_t i = 0; i < lambdas; ++i) {
       const double lambda = std::min(k_poisson_max_lambda, std::exp(log_lambda(rng)));
       const std::uint64_t seed = rng(), offset = rng() % 1000003;
-      out.push_back(verify_case{type, order, distribution::poisson, seed, offset, {length}, {0.0, 1.0, lambda}});
+      out.push_back(verify_case{type, order, distribution::poisson, seed, offset, {length}, {0.0, 1.0, lambda}, 1, {}});
     }
   return out;
 }
