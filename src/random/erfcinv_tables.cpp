@@ -31,7 +31,7 @@ constexpr const char* k_hint =
     "set KEEL_ERFCINV_COEFFICIENTS to a file written by `keel rand export-tables --erfcinv`, or "
     "KEEL_CUDA_INCLUDE_DIR to the CUDA toolkit's include directory";
 constexpr const char* k_fallback =
-    "double normals use keel's own erfcinv (about 1 ulp, not bit-exact with libcurand)";
+    "double normals use keel's own erfcinv (within an ulp, not bit-exact with libcurand)";
 
 // The polynomials by name.
 template <class Tables>

@@ -13,7 +13,7 @@
 //      else the directory found when keel was configured. The Horner lines of the "Table 18",
 //      "Table 39" and "Table 59" blocks of its double erfinv (and erfcinv's Table 59, which
 //      must agree) are parsed; nothing of the header is compiled into keel.
-// Without either, keel's double normals use keel's own erfcinv (accurate to about 1 ulp, not
+// Without either, keel's inverse-CDF double normals use keel's own erfcinv (within an ulp, not
 // bit-exact with libcurand); erfcinv_default_tables().description says which is in use.
 // `keel rand export-tables --erfcinv --out FILE` writes the text format from whichever source
 // was found, for machines without the toolkit.
