@@ -104,7 +104,7 @@ TEST(random_cli, bad_input_is_one_line_and_exit_2) {
       {"rand", "normal", "--generator", "xorwow", "--count", "3"},  // odd count: LENGTH_NOT_MULTIPLE
       {"rand", "uniform", "--ordering", "dynamic"},
       {"rand", "raw", "--generator", "mt19937", "--offset", "5"},  // libcurand refuses offsets: TYPE_ERROR
-      {"rand", "normal-double", "--generator", "mt19937"},        // not reproduced: TYPE_ERROR
+      {"rand", "normal-double", "--generator", "mt19937", "--ordering", "best"},  // OUT_OF_RANGE
       {"rand", "uniform", "--generator", "mtgp32", "--offset", "5"},  // MTGP32 has no offset
       {"rand", "export-tables", "--out", "/nonexistent-dir/x.txt"},   // nothing named
       {"rand", "raw", "--format", "csv"},
