@@ -31,7 +31,7 @@ constexpr const char* k_hint =
     "set KEEL_ERFCINV_COEFFICIENTS to a file written by `keel rand export-tables --erfcinv`, or "
     "KEEL_CUDA_INCLUDE_DIR to the CUDA toolkit's include directory";
 constexpr const char* k_fallback =
-    "double normals use keel's own erfcinv (within an ulp, not bit-exact with libcurand)";
+    "inverse-CDF double normals use keel's own erfcinv (within an ulp, not bit-exact with libcurand)";
 
 // The polynomials by name.
 template <class Tables>
@@ -85,11 +85,14 @@ class header_parser {
       while (k < text_.size() && (text_[k] == ')' || std::isspace(static_cast<unsigned char>(text_[k])))) ++k;
       if (k >= text_.size() || text_[k] != '{') continue;
       int depth = 0;
-      for (std::size_t e = k; e < text_.size(); ++e) {
-        e = skip_comment(e);
-        if (e >= text_.size()) break;
+      for (std::size_t e = k; e < text_.size();) {
+        if (const std::size_t past = skip_comment(e); past != e) {
+          e = past;
+          continue;
+        }
         if (text_[e] == '{') ++depth;
         if (text_[e] == '}' && --depth == 0) return {k, e + 1};
+        ++e;
       }
       fail(k, fmt::format("the body of {} does not end", name));
     }
