@@ -92,8 +92,16 @@ void convert(const request& r, const std::uint32_t* w, std::size_t n, std::size_
         for (std::size_t i = 0; i < n; ++i) o[i] = ::expf(mean + sd * o[i]);
       return;
     }
-    default:
+    case kind::normal_double:
+    case kind::log_normal_double: {
+      double* o = static_cast<double*>(r.out) + at;
+      normal_icdf_doubles(w, n, o);
+      if (r.what == kind::normal_double)
+        for (std::size_t i = 0; i < n; ++i) o[i] = o[i] * r.stddev + r.mean;
+      else
+        for (std::size_t i = 0; i < n; ++i) o[i] = ::exp(r.mean + r.stddev * o[i]);
       return;
+    }
   }
 }
 
@@ -112,8 +120,6 @@ class mt19937_engine final : public engine {
   status set_offset(std::uint64_t) override { return status::type_error; }
 
   status generate(const request& r) override {
-    // libcurand's double-precision inverse CDF is its own erfcinv; keel does not reproduce it.
-    if (r.what == kind::normal_double || r.what == kind::log_normal_double) return status::type_error;
     if (r.n == 0) return status::success;
     const std::uint64_t q = position_, end = q + r.n;
     const std::uint64_t r0 = q / k_row, r1 = (end - 1) / k_row;

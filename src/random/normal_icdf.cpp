@@ -6,8 +6,10 @@
 #include <cstring>
 #include <limits>
 #include <numbers>
+#include <optional>
 #include <vector>
 
+#include "keel/random/erfcinv_tables.hpp"
 #include "simd.hpp"
 
 namespace keel::random::detail {
@@ -108,6 +110,31 @@ poly fit(F&& f) {
   return p;
 }
 
+// Horner's rule from the highest coefficient down.
+template <std::size_t N>
+double horner(const double (&c)[N], double t) {
+  double r = c[N - 1];
+  for (std::size_t i = N - 1; i-- > 0;) r = r * t + c[i];
+  return r;
+}
+
+// Table 59 at t = 1/sqrt(-log y), y = a or 1 - |x|.
+double blair_tail(const blair_coefficients& b, double t) { return horner(b.p59, t) / (horner(b.q59, t) * t); }
+
+double blair_erfinv(const blair_coefficients& b, double x) {
+  const double fa = std::fabs(x);
+  if (fa >= 0.9375) {
+    const double r = blair_tail(b, 1.0 / std::sqrt(-::log1p(-fa)));
+    return x < 0.0 ? -r : r;
+  }
+  if (fa >= 0.75) {
+    const double t = x * x - 0.87890625;
+    return x * (horner(b.p39, t) / horner(b.q39, t));
+  }
+  const double t = x * x - 0.5625;
+  return x * (horner(b.p18, t) / horner(b.q18, t));
+}
+
 // k_binades * k_tail_cells tail cells, then k_centre_cells centre cells.
 constexpr std::size_t k_tail_polys = k_icdf_tail_polys;
 static_assert(k_icdf_tail_polys == k_binades * k_tail_cells &&
@@ -169,6 +196,58 @@ float erfcinv_float(float y) {
     return static_cast<float>(xl);
   }
   return static_cast<float>(x);
+}
+
+blair_coefficients blair_from(const erfcinv_tables& t) {
+  blair_coefficients b{};
+  auto put = [](double* to, const auto& from, std::size_t monic_at) {
+    std::copy(from.begin(), from.end(), to);
+    if (monic_at) to[monic_at] = 1.0;
+  };
+  put(b.p18, t.p18, 0);
+  put(b.q18, t.q18, t.q18.size());
+  put(b.p39, t.p39, 0);
+  put(b.q39, t.q39, t.q39.size());
+  put(b.p59, t.p59, 0);
+  put(b.q59, t.q59, t.q59.size());
+  return b;
+}
+
+double erfcinv_blair(const blair_coefficients& b, double a) {
+  if (a >= 0.0625) return blair_erfinv(b, 1.0 - a);
+  return blair_tail(b, 1.0 / std::sqrt(-::log(a)));
+}
+
+double erfcinv_keel(double a) {
+  if (a < 0.5) return static_cast<double>(solve(a, true));
+  const long double x = 1.0L - a;  // exact; erfinv is odd
+  return static_cast<double>(x < 0 ? -solve(-x, false) : solve(x, false));
+}
+
+const blair_coefficients* curand_erfcinv() {
+  static const std::optional<blair_coefficients> b = []() -> std::optional<blair_coefficients> {
+    const auto& lookup = erfcinv_default_tables();
+    if (!lookup.tables) return std::nullopt;
+    return blair_from(*lookup.tables);
+  }();
+  return b ? &*b : nullptr;
+}
+
+double erfcinv_double(double a) {
+  const blair_coefficients* b = curand_erfcinv();
+  return b ? erfcinv_blair(*b, a) : erfcinv_keel(a);
+}
+
+void normal_icdf_doubles(const std::uint32_t* w, std::size_t n, double* z) {
+  std::size_t done = 0;
+  if (const blair_coefficients* b = curand_erfcinv()) {
+    switch (simd::active_level()) {
+      case simd::level::avx512: done = simd::avx512::normal_icdf_doubles(*b, w, n, z); break;
+      case simd::level::avx2: done = simd::avx2::normal_icdf_doubles(*b, w, n, z); break;
+      default: break;
+    }
+  }
+  for (std::size_t i = done; i < n; ++i) z[i] = normal_icdf_double(w[i]);
 }
 
 void normal_icdf_floats(const std::uint32_t* w, std::size_t n, float* z) {

@@ -10,9 +10,9 @@
 #include <cmath>
 
 #include "engines.hpp"
-#include "erfcinv.hpp"
 #include "keel/random/distributions.hpp"
 #include "keel/random/sobol_tables.hpp"
+#include "normal_icdf.hpp"
 #include "simd.hpp"
 #include "sobol_kernels.hpp"
 
@@ -48,7 +48,6 @@ void sobol_points(const sobol32_directions& d, std::uint32_t shift, std::uint32_
 
 void sobol_simd::convert_scalar(const request& r, const std::uint32_t* x, std::size_t n,
                                 std::size_t at) {
-  const float mean = static_cast<float>(r.mean), sd = static_cast<float>(r.stddev);
   switch (r.what) {
     case kind::u32: std::copy(x, x + n, static_cast<std::uint32_t*>(r.out) + at); return;
     case kind::uniform: {
@@ -61,35 +60,39 @@ void sobol_simd::convert_scalar(const request& r, const std::uint32_t* x, std::s
       for (std::size_t i = 0; i < n; ++i) out[i] = uniform_double_32(x[i]);
       return;
     }
-    case kind::normal: {
-      float* out = static_cast<float*>(r.out) + at;
-      for (std::size_t i = 0; i < n; ++i) out[i] = normal_icdf<curand_host_icdf>(x[i]) * sd + mean;
-      return;
-    }
-    case kind::log_normal: {
-      float* out = static_cast<float*>(r.out) + at;
-      for (std::size_t i = 0; i < n; ++i)
-        out[i] = ::expf(normal_icdf<curand_host_icdf>(x[i]) * sd + mean);
-      return;
-    }
-    case kind::normal_double: {
-      double* out = static_cast<double*>(r.out) + at;
-      for (std::size_t i = 0; i < n; ++i)
-        out[i] = normal_icdf_double<curand_host_icdf>(x[i]) * r.stddev + r.mean;
-      return;
-    }
-    case kind::log_normal_double: {
-      double* out = static_cast<double*>(r.out) + at;
-      for (std::size_t i = 0; i < n; ++i)
-        out[i] = ::exp(normal_icdf_double<curand_host_icdf>(x[i]) * r.stddev + r.mean);
-      return;
-    }
+    default: return;  // normals: convert() below
   }
 }
 
 namespace {
 
+// Normals: z * sd + mean (in float for floats) of the inverse-CDF normal z, exponentiated for
+// log-normals.
 void convert(const request& r, const std::uint32_t* x, std::size_t n, std::size_t at) {
+  switch (r.what) {
+    case kind::normal:
+    case kind::log_normal: {
+      const float mean = static_cast<float>(r.mean), sd = static_cast<float>(r.stddev);
+      float* out = static_cast<float*>(r.out) + at;
+      normal_icdf_floats(x, n, out);
+      if (r.what == kind::normal)
+        for (std::size_t i = 0; i < n; ++i) out[i] = out[i] * sd + mean;
+      else
+        for (std::size_t i = 0; i < n; ++i) out[i] = ::expf(out[i] * sd + mean);
+      return;
+    }
+    case kind::normal_double:
+    case kind::log_normal_double: {
+      double* out = static_cast<double*>(r.out) + at;
+      normal_icdf_doubles(x, n, out);
+      if (r.what == kind::normal_double)
+        for (std::size_t i = 0; i < n; ++i) out[i] = out[i] * r.stddev + r.mean;
+      else
+        for (std::size_t i = 0; i < n; ++i) out[i] = ::exp(out[i] * r.stddev + r.mean);
+      return;
+    }
+    default: break;
+  }
   switch (simd::active_level()) {
     case simd::level::avx512: return sobol_simd::avx512::convert(r, x, n, at);
     case simd::level::avx2: return sobol_simd::avx2::convert(r, x, n, at);

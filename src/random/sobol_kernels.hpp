@@ -1,9 +1,7 @@
-// Internal: the Sobol' engine's conversion of raw words to outputs, vectorized (GCC
-// vector extensions, native width) and compiled once per instruction set (sobol_avx2.cpp,
-// sobol_avx512.cpp).
-// Every version writes the bits of the scalar conversion in sobol_engine.cpp; the inverse-CDF
-// normals compute erfcinv's branches on vectors (Blair et al.'s Tables 18 and 39 blended lane
-// by lane, Table 59 for the tail lanes, whose logarithms come from glibc one lane at a time).
+// Internal: the Sobol' engine's conversion of raw words to raw and uniform outputs, vectorized
+// (GCC vector extensions, native width) and compiled once per instruction set
+// (sobol_avx2.cpp, sobol_avx512.cpp). Every version writes the bits of the scalar conversion
+// in sobol_engine.cpp. The inverse-CDF normals are normal_icdf.hpp's, vectorized there.
 #pragma once
 
 #include <cstddef>
@@ -16,7 +14,8 @@ namespace keel::random::detail::sobol_simd {
 // Values per conversion call (at most).
 inline constexpr std::size_t k_batch = 1024;
 
-// out[at .. at + n) of request r's kind from the raw words x[0 .. n), n <= k_batch.
+// out[at .. at + n) of request r's kind (raw or uniform) from the raw words x[0 .. n),
+// n <= k_batch.
 #define KEEL_SOBOL_SIMD_DECLS \
   void convert(const request& r, const std::uint32_t* x, std::size_t n, std::size_t at);
 namespace avx2 {
@@ -27,7 +26,8 @@ KEEL_SOBOL_SIMD_DECLS
 }
 #undef KEEL_SOBOL_SIMD_DECLS
 
-// The scalar conversion (sobol_engine.cpp), also the vector versions' remainder.
+// The scalar conversion to raw and uniform outputs (sobol_engine.cpp), also the vector
+// versions' remainder.
 void convert_scalar(const request& r, const std::uint32_t* x, std::size_t n, std::size_t at);
 
 }  // namespace keel::random::detail::sobol_simd

@@ -168,8 +168,8 @@ TEST(random_curand_match, call_sequences_equal_libcurand) {
 }
 
 // MT19937 on one libcurand generator, so that it initializes only three times: every
-// distribution keel reproduces, odd counts, refused offsets, the same seed and ordering again
-// (no effect), then a new seed and a new ordering (each restarts the stream).
+// distribution, odd counts, refused offsets, the same seed and ordering again (no effect),
+// then a new seed and a new ordering (each restarts the stream).
 TEST(random_curand_match, mt19937_call_sequence_equals_libcurand) {
   const auto& ref = kr::curand_reference::get();
   if (!ref.available()) GTEST_SKIP() << ref.description();
@@ -180,8 +180,10 @@ TEST(random_curand_match, mt19937_call_sequence_equals_libcurand) {
       {step::seed, 0x1234567800000042ull}, {step::gen, 0, d::raw, 70001},     {step::gen, 0, d::uniform, 3},
       {step::offset, 3},                   {step::gen, 0, d::normal, 65537},  {step::seed, 0x1234567800000042ull},
       {step::order, def},                  {step::gen, 0, d::log_normal, 999}, {step::gen, 0, d::uniform_double, 140000},
-      {step::seed, 5},                     {step::gen, 0, d::normal, 1001},   {step::order, legacy},
-      {step::gen, 0, d::raw, 600000},      {step::gen, 0, d::uniform, 5111808}};
+      {step::gen, 0, d::normal_double, 70001}, {step::gen, 0, d::log_normal_double, 3},
+      {step::seed, 5},                     {step::gen, 0, d::normal, 1001},   {step::gen, 0, d::log_normal_double, 65535},
+      {step::order, legacy},               {step::gen, 0, d::normal_double, 9}, {step::gen, 0, d::raw, 600000},
+      {step::gen, 0, d::uniform, 5111808}};
   kr::generator ours(kr::rng_type::mt19937);
   std::unique_ptr<kr::curand_generator> theirs;
   ASSERT_EQ(ref.create_host_generator(kr::rng_type::mt19937, theirs), kr::status::success);
@@ -231,6 +233,9 @@ TEST(random_curand_match, statuses_match_curand) {
   EXPECT_EQ(m.set_ordering(kr::ordering::pseudo_seeded), kr::status::out_of_range);
   kr::generator mt(kr::rng_type::mt19937);
   EXPECT_EQ(mt.generate_normal(buf, 3, 0, 1), kr::status::success);
+  double dbuf[3];
+  EXPECT_EQ(mt.generate_normal_double(dbuf, 3, 0, 1), kr::status::success);
+  EXPECT_EQ(mt.generate_log_normal_double(dbuf, 3, 0, 1), kr::status::success);
   EXPECT_EQ(mt.set_offset(0), kr::status::type_error);
   EXPECT_EQ(mt.set_ordering(kr::ordering::pseudo_best), kr::status::out_of_range);
   std::unique_ptr<kr::generator> g;

@@ -4,6 +4,7 @@
 // API's semantics on MT19937. No libcurand needed (curand_match_test compares with it).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -149,11 +150,13 @@ TEST(random_mt19937, distributions_convert_one_word_per_position) {
   g.set_threads(3);
   std::vector<std::uint32_t> a(1001);
   std::vector<float> u(65535), z(65537), l(7);
-  std::vector<double> d(n - 1001 - 65535 - 65537 - 7);
+  std::vector<double> zd(999), ld(5), d(n - 1001 - 65535 - 65537 - 7 - 999 - 5);
   ASSERT_EQ(g.generate(a.data(), a.size()), kr::status::success);
   ASSERT_EQ(g.generate_uniform(u.data(), u.size()), kr::status::success);
   ASSERT_EQ(g.generate_normal(z.data(), z.size(), 1.5f, 2.0f), kr::status::success);  // odd counts are fine
   ASSERT_EQ(g.generate_log_normal(l.data(), l.size(), 0.25f, 0.5f), kr::status::success);
+  ASSERT_EQ(g.generate_normal_double(zd.data(), zd.size(), 1.5, 2.0), kr::status::success);
+  ASSERT_EQ(g.generate_log_normal_double(ld.data(), ld.size(), 0.25, 0.5), kr::status::success);
   ASSERT_EQ(g.generate_uniform_double(d.data(), d.size()), kr::status::success);
   std::size_t p = 0;
   for (auto v : a) ASSERT_EQ(v, w[p++]);
@@ -164,6 +167,16 @@ TEST(random_mt19937, distributions_convert_one_word_per_position) {
     ASSERT_NEAR(0.5 * std::erfc(-x / std::sqrt(2.0)), q, 1e-6);
   }
   p += l.size();
+  for (auto v : zd) {
+    // Doubles: the inverse CDF in double precision (keel's own erfcinv without libcurand's
+    // coefficients: within an ulp or so of it).
+    const double x = (v - 1.5) / 2.0, q = kr::uniform_double_32_mid(w[p++]);
+    ASSERT_NEAR(0.5 * std::erfc(-x / std::sqrt(2.0)) / q, 1.0, 1e-13);
+  }
+  for (auto v : ld) {
+    const double x = (std::log(v) - 0.25) / 0.5, q = kr::uniform_double_32_mid(w[p++]);
+    ASSERT_NEAR(0.5 * std::erfc(-x / std::sqrt(2.0)) / q, 1.0, 1e-12);
+  }
   for (auto v : d) ASSERT_EQ(v, kr::uniform_double_32_mid(w[p++]));
 }
 
@@ -194,12 +207,12 @@ TEST(random_mt19937, generator_semantics_follow_libcurand) {
   EXPECT_EQ(g.set_ordering(kr::ordering::pseudo_legacy), kr::status::success);
   ASSERT_EQ(g.generate(x.data(), 1000), kr::status::success);
   EXPECT_EQ(x, first);
-  // Double-precision normals are not reproduced: refused, and the position does not move.
-  double dz[2];
-  EXPECT_EQ(g.generate_normal_double(dz, 2, 0, 1), kr::status::type_error);
-  EXPECT_EQ(g.generate_log_normal_double(dz, 2, 0, 1), kr::status::type_error);
-  ASSERT_EQ(g.generate(x.data(), 1000), kr::status::success);
-  EXPECT_TRUE(std::equal(x.begin(), x.end(), two.begin() + 1000));
+  // Double-precision normals take one word each, odd counts included.
+  double dz[3];
+  EXPECT_EQ(g.generate_normal_double(dz, 3, 0, 1), kr::status::success);
+  EXPECT_EQ(g.generate_log_normal_double(dz, 3, 0, 1), kr::status::success);
+  ASSERT_EQ(g.generate(x.data(), 994), kr::status::success);
+  EXPECT_TRUE(std::equal(x.begin(), x.begin() + 994, two.begin() + 1006));
 }
 
 TEST(random_mt19937, output_does_not_depend_on_threads_or_splits) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -18,9 +19,11 @@
 #include "keel/random/mtgp32.hpp"
 #include "keel/random/mtgp32_tables.hpp"
 
+#include "../../src/random/normal_icdf.hpp"
 #include "../../src/random/simd.hpp"
 
 namespace kr = keel::random;
+namespace kd = keel::random::detail;
 
 namespace {
 
@@ -327,8 +330,12 @@ TEST(random_mtgp32, seed_and_ordering_changes_restart_the_stream) {
   EXPECT_TRUE(std::equal(again.begin(), again.end(), first.begin()));
   EXPECT_EQ(h.set_ordering(kr::ordering::pseudo_seeded), kr::status::out_of_range);
   EXPECT_EQ(h.set_offset(10), kr::status::type_error);
+  // The double log-normal: the double inverse-CDF normal of one word per value.
   double d[2];
-  EXPECT_EQ(h.generate_log_normal_double(d, 2, 0.0, 1.0), kr::status::type_error);
+  EXPECT_EQ(h.generate_log_normal_double(d, 2, 0.25, 0.5), kr::status::success);
+  for (int i = 0; i < 2; ++i) EXPECT_EQ(d[i], std::exp(0.25 + 0.5 * kd::normal_icdf_double(first[1000 + i]))) << i;
   float f[3];
   EXPECT_EQ(h.generate_normal(f, 3, 0.0f, 1.0f), kr::status::success);  // odd counts are fine
+  h.generate(again.data(), 995);
+  EXPECT_TRUE(std::equal(again.begin(), again.begin() + 995, first.begin() + 1005));
 }

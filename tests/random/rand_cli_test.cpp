@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "keel/random/curand_reference.hpp"
+#include "keel/random/erfcinv_tables.hpp"
 #include "keel/random/generator.hpp"
 #include "keel/random/sobol_tables.hpp"
 #include "keel/random/mtgp32_tables.hpp"
@@ -103,7 +104,7 @@ TEST(random_cli, bad_input_is_one_line_and_exit_2) {
       {"rand", "normal", "--generator", "xorwow", "--count", "3"},  // odd count: LENGTH_NOT_MULTIPLE
       {"rand", "uniform", "--ordering", "dynamic"},
       {"rand", "raw", "--generator", "mt19937", "--offset", "5"},  // libcurand refuses offsets: TYPE_ERROR
-      {"rand", "normal-double", "--generator", "mt19937"},        // not reproduced: TYPE_ERROR
+      {"rand", "normal-double", "--generator", "mt19937", "--ordering", "best"},  // OUT_OF_RANGE
       {"rand", "uniform", "--generator", "mtgp32", "--offset", "5"},  // MTGP32 has no offset
       {"rand", "export-tables", "--out", "/nonexistent-dir/x.txt"},   // nothing named
       {"rand", "raw", "--format", "csv"},
@@ -244,6 +245,43 @@ TEST(random_cli, mtgp32_without_tables_is_one_line) {
     EXPECT_EQ(keel::test::count_lines(r.err), 1) << r.err;
     EXPECT_NE(r.err.find("mtgp32 parameter sets"), std::string::npos) << r.err;
   }
+}
+
+// Double inverse-CDF normals from the exported coefficients equal those from the toolkit's
+// header; without any coefficients they come from keel's own erfcinv, within a few ulps, and
+// exporting them is a one-line error.
+TEST(random_cli, double_normals_from_exported_erfcinv_coefficients) {
+  if (!keel::random::erfcinv_default_tables().tables) GTEST_SKIP() << keel::random::erfcinv_default_tables().description;
+  const std::string path = testing::TempDir() + "keel_cli_erfcinv.txt";
+  const auto e = run_keel({"rand", "export-tables", "--erfcinv", "--out", path});
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  const std::vector<std::string> args = {"rand", "normal-double", "--generator", "sobol32", "--count", "100000",
+                                         "--format", "bin"};
+  const auto direct = run_keel(args);
+  ASSERT_EQ(direct.exit_code, 0) << direct.err;
+  {
+    scoped_env env("KEEL_ERFCINV_COEFFICIENTS", path);
+    const auto from_file = run_keel(args);
+    ASSERT_EQ(from_file.exit_code, 0) << from_file.err;
+    EXPECT_TRUE(from_file.out == direct.out);
+  }
+  scoped_env env("KEEL_ERFCINV_COEFFICIENTS", "/nonexistent-dir/erfcinv.txt");
+  const auto own = run_keel(args);
+  ASSERT_EQ(own.exit_code, 0) << own.err;
+  ASSERT_EQ(own.out.size(), direct.out.size());
+  std::size_t differ = 0;
+  for (std::size_t i = 0; i < 100000; ++i) {
+    std::int64_t a, b;
+    std::memcpy(&a, own.out.data() + 8 * i, 8);
+    std::memcpy(&b, direct.out.data() + 8 * i, 8);
+    differ += a != b;
+    ASSERT_LE(std::abs(a - b), 8) << "value " << i;  // same sign: the distance in ulps
+  }
+  RecordProperty("keel_erfcinv_values_differing", std::to_string(differ));
+  const auto r = run_keel({"rand", "export-tables", "--erfcinv", "--out", testing::TempDir() + "unused.txt"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(keel::test::count_lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("erfcinv coefficients"), std::string::npos) << r.err;
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include "cli.hpp"
 #include "keel/core/error.hpp"
 #include "keel/random/curand_reference.hpp"
+#include "keel/random/erfcinv_tables.hpp"
 #include "keel/random/generator.hpp"
 #include "keel/random/mtgp32_tables.hpp"
 #include "keel/random/philox.hpp"
@@ -222,6 +223,7 @@ void run_verify(const verify_options& o) {
   doc["libcurand"] = ref.available() ? nlohmann::json(ref.version()) : nlohmann::json(nullptr);
   doc["simd"] = kr::simd_level();
   doc["mtgp32_tables"] = kr::mtgp32_default_tables().description;
+  doc["erfcinv_tables"] = kr::erfcinv_default_tables().description;
   if (!o.write_golden.empty()) {
     if (!ref.available()) throw keel::backend_error(ref.description());
     std::ofstream out(o.write_golden);
@@ -234,8 +236,14 @@ void run_verify(const verify_options& o) {
   if (!ref.available()) throw keel::backend_error(ref.description());
   const bool filtered = !o.generator.empty();
   const kr::rng_type only = filtered ? kr::parse_rng_type(o.generator) : kr::rng_type::pseudo_default;
-  if (!kr::mtgp32_default_tables().tables && !o.json)
-    std::cout << "mtgp32 skipped: " << kr::mtgp32_default_tables().description << '\n';
+  if (!o.json) {
+    if (!kr::mtgp32_default_tables().tables)
+      std::cout << "mtgp32 skipped: " << kr::mtgp32_default_tables().description << '\n';
+    if (kr::erfcinv_default_tables().tables)
+      std::cout << "erfcinv coefficients: " << kr::erfcinv_default_tables().description << '\n';
+    else
+      std::cout << "double inverse-CDF normals skipped: " << kr::erfcinv_default_tables().description << '\n';
+  }
   std::size_t cases = 0, failed = 0, values = 0;
   nlohmann::json failures = nlohmann::json::array();
   const auto start = std::chrono::steady_clock::now();
@@ -522,7 +530,7 @@ void add_rand_commands(CLI::App& root) {
   // export-tables: the tables keel does not ship and reads at run time (NVIDIA's data), in
   // keel's documented formats, for machines without libcurand or the CUDA toolkit.
   struct export_options {
-    bool sobol = false, mtgp32 = false;
+    bool sobol = false, mtgp32 = false, erfcinv = false;
     std::string out;
   };
   auto eo = std::make_shared<export_options>();
@@ -532,14 +540,28 @@ void add_rand_commands(CLI::App& root) {
                           "Scrambled Sobol32 direction vectors and shifts, from libcurand (for KEEL_SOBOL_SCRAMBLE_TABLES)");
   export_tables->add_flag("--mtgp32", eo->mtgp32,
                           "MTGP32's parameter sets (for KEEL_MTGP32_PARAMS; format: keel/random/mtgp32_tables.hpp)");
+  export_tables->add_flag("--erfcinv", eo->erfcinv,
+                          "The coefficients of libcurand's double erfcinv (for KEEL_ERFCINV_COEFFICIENTS; format: "
+                          "keel/random/erfcinv_tables.hpp)");
   export_tables->add_option("--out", eo->out, "Output file")->required();
   export_tables->callback([eo] {
-    if (eo->sobol == eo->mtgp32) throw keel::invalid_argument("export-tables: name one table to export (--sobol or --mtgp32)");
+    if (eo->sobol + eo->mtgp32 + eo->erfcinv != 1)
+      throw keel::invalid_argument("export-tables: name one table to export (--sobol, --mtgp32 or --erfcinv)");
     if (eo->sobol) return export_sobol_tables(eo->out);
+    auto open = [&] {
+      std::ofstream out(eo->out);
+      if (!out) throw keel::io_error(fmt::format("{}: cannot open for writing", eo->out));
+      return out;
+    };
+    if (eo->erfcinv) {
+      const auto& lookup = kr::erfcinv_default_tables();
+      if (!lookup.tables) throw keel::invalid_argument(lookup.description);
+      std::ofstream out = open();
+      return kr::write_erfcinv_tables(out, *lookup.tables);
+    }
     const auto& lookup = kr::mtgp32_default_tables();
     if (!lookup.tables) throw keel::invalid_argument(lookup.description);
-    std::ofstream out(eo->out);
-    if (!out) throw keel::io_error(fmt::format("{}: cannot open for writing", eo->out));
+    std::ofstream out = open();
     kr::write_mtgp32_tables(out, *lookup.tables);
   });
 

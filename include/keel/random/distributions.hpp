@@ -76,26 +76,4 @@ KEEL_HD double_pair box_muller_double(std::uint32_t x0, std::uint32_t x1, std::u
 
 inline constexpr double k_2pow32_inv_double = 2.3283064365386963e-10;
 
-// Quasi-random normals by the inverse normal CDF, -sqrt(2) erfcinv(2p), mirrored about
-// 0x80000000 so that p <= 1/2 keeps its precision. Float: p = uniform_float(x), in float;
-// double: p = x * 2^-32 + 2^-33 in double. `M` provides erfcinvf and erfcinv.
-template <class M>
-KEEL_HD float normal_icdf(std::uint32_t x) {
-  float s = -1.41421356237309505f;
-  if (x > 0x80000000u) {
-    x = ~x;
-    s = 1.41421356237309505f;
-  }
-  return s * M::erfcinvf(2.0f * uniform_float(x));
-}
-template <class M>
-KEEL_HD double normal_icdf_double(std::uint32_t x) {
-  double s = -1.4142135623730951;
-  if (x > 0x80000000u) {
-    x = ~x;
-    s = 1.4142135623730951;
-  }
-  return s * M::erfcinv(2.0 * uniform_double_32_mid(x));
-}
-
 }  // namespace keel::random

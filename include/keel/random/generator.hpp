@@ -6,7 +6,11 @@
 // the summed length. Methods return cuRAND's status codes (keel::random::status) rather than
 // throwing, exactly where libcurand returns them (e.g. length_not_multiple for an odd count of
 // XORWOW normals, out_of_range for BEST ordering on MT19937); invalid pointers are the
-// caller's responsibility, as in cuRAND.
+// caller's responsibility, as in cuRAND. Two kinds of output depend on NVIDIA data read at
+// run time: MTGP32 needs its parameter sets (keel/random/mtgp32_tables.hpp), and the
+// inverse-CDF double normals and log-normals (MT19937, Sobol'; MTGP32's log-normal) are
+// libcurand's bits only with its erfcinv coefficients (keel/random/erfcinv_tables.hpp),
+// keel's own erfcinv otherwise.
 //
 // Thread-safety: one generator must not be used from two threads at once (as in cuRAND);
 // distinct generators are independent. Large calls run on set_threads() workers internally;

@@ -108,8 +108,13 @@ std::optional<mismatch> compare(const run_output& a, const run_output& b, std::s
 // set_seed, set_offset or set_ordering after the first call. `full` takes every combination;
 // otherwise a slice that still covers each generator x distribution x ordering (x lambda, and
 // one change for each). MTGP32's cases are left out when its parameter sets are not
-// available (keel/random/mtgp32_tables.hpp).
+// available (keel/random/mtgp32_tables.hpp), and those uses_double_icdf() names when
+// libcurand's erfcinv coefficients are not (keel/random/erfcinv_tables.hpp).
 std::vector<verify_case> standard_cases(std::size_t length, bool full, std::uint64_t random_seed);
+// Whether libcurand computes this generator's distribution with its double erfcinv (MT19937's
+// and Sobol's double normals and log-normals, MTGP32's double log-normal), which keel
+// reproduces only with the coefficients.
+bool uses_double_icdf(rng_type type, distribution d) noexcept;
 
 // A Poisson sweep: for each generator x ordering that has Poisson, `lambdas` values of lambda
 // drawn log-uniformly from [1e-8, 4e5] (both methods), each with a drawn seed and offset and
