@@ -42,10 +42,10 @@ class engine {
   // Quasi-random generators only (curandSetQuasiRandomGeneratorDimensions).
   virtual status set_dimensions(std::uint32_t) { return status::type_error; }
   virtual status generate(const request& r) = 0;
-  // The normals libcurand's Poisson path draws for lambda >= 2000: n floats, one per output
+  // The normals libcurand's Poisson normal approximation draws: n floats, one per output
   // position, in the generator's own order (see keel/random/poisson.hpp). The position
-  // advances by n. Engines that do not reproduce that stream answer type_error.
-  virtual status generate_poisson_normals(float*, std::size_t, unsigned) { return status::type_error; }
+  // advances by n.
+  virtual status generate_poisson_normals(float* out, std::size_t n, unsigned threads) = 0;
 
  protected:
   virtual void seed_changed() {}

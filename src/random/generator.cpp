@@ -77,7 +77,8 @@ unsigned resolve_threads(unsigned threads) {
 
 }  // namespace
 
-generator::generator(rng_type type) : type_(type), engine_(make_engine(type)) {
+generator::generator(rng_type type)
+    : type_(type), engine_(make_engine(type)), poisson_(std::make_unique<detail::poisson_cache>()) {
   std::string why;
   if (!engine_ && type == rng_type::scrambled_sobol32 && !sobol32_scramble_tables(&why))
     throw invalid_argument("keel::random: " + why);
@@ -128,7 +129,7 @@ status generator::generate_log_normal_double(double* out, std::size_t n, double 
 #undef KEEL_RANDOM_REQUEST
 
 status generator::generate_poisson(std::uint32_t* out, std::size_t n, double lambda) {
-  return detail::generate_poisson(*engine_, poisson_table_, out, n, lambda, resolve_threads(threads_));
+  return detail::generate_poisson(*engine_, type_, *poisson_, out, n, lambda, resolve_threads(threads_));
 }
 
 const char* simd_level() noexcept {

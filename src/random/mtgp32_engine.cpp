@@ -130,6 +130,10 @@ class mtgp32_engine final : public engine {
     return status::success;
   }
   status set_offset(std::uint64_t) override { return status::type_error; }
+  // Poisson's normals are the ordinary ones (inverse CDF, one word each).
+  status generate_poisson_normals(float* out, std::size_t n, unsigned threads) override {
+    return generate(request{kind::normal, out, n, 0.0, 1.0, threads});
+  }
 
   status generate(const request& r) override {
     if (r.n == 0) return status::success;

@@ -1,5 +1,5 @@
-// cuRAND's host Poisson: the square-histogram table (lambda < 2000) and the normal
-// approximation (lambda >= 2000), over any engine's word and normal streams.
+// cuRAND's host Poisson: the square-histogram table, the inversion and the normal
+// approximation, over any engine's word and normal streams.
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
@@ -16,11 +16,30 @@
 
 namespace keel::random {
 
+namespace {
+// p_k = exp(k log(lambda) - lambda - L_k) in double, L_k = log 1 + ... + log k summed in that
+// order (glibc's lgamma(k + 1) gives other last bits, and for lambda near 1000 a different
+// count about once in 4e9 draws), for the consecutive k whose p_k is not 0 (no
+// normalisation), starting at `first`.
+std::vector<double> poisson_terms(double lambda, std::uint32_t& first) {
+  const double log_lambda = std::log(lambda);
+  std::vector<double> p;
+  double log_factorial = 0;  // log 1 + ... + log k, summed in this order
+  for (std::uint32_t k = 0;; ++k) {
+    if (k > 0) log_factorial += std::log(static_cast<double>(k));
+    const double pk = std::exp(k * log_lambda - lambda - log_factorial);
+    if (pk > 0) {
+      if (p.empty()) first = k;
+      p.push_back(pk);
+    } else if (!p.empty()) {
+      return p;
+    }
+  }
+}
+}  // namespace
+
 // libcurand's construction, as measured (every step is needed for the same cells):
-//  1. p_k = exp(k log(lambda) - lambda - L_k) in double, L_k = log 1 + ... + log k summed in
-//     that order (glibc's lgamma(k + 1) gives other last bits, and for lambda near 1000 a
-//     different count about once in 4e9 draws), for the consecutive k whose p_k is not 0
-//     (no normalisation); n of them, starting at first_; a = 1/n.
+//  1. The n terms p_k of poisson_terms, starting at first_; a = 1/n.
 //  2. Robin Hood pairing with a fixed order: the donor is the highest-index entry with
 //     p >= a; sweeps over i = 0..n-1 give each not yet settled entry with p_i < a to the
 //     donor (alias_i = donor, V_i = i*a + p_i, p_donor -= a - p_i, p_i = a); a donor that
@@ -34,19 +53,7 @@ poisson_table::poisson_table(double lambda) : lambda_(lambda) {
   if (!(lambda > 0 && lambda < k_poisson_table_limit))
     throw invalid_argument("keel::random::poisson_table: lambda " + std::to_string(lambda) +
                            " is outside (0, 2000)");
-  const double log_lambda = std::log(lambda);
-  std::vector<double> p;
-  double log_factorial = 0;  // log 1 + ... + log k, summed in this order
-  for (std::uint32_t k = 0;; ++k) {
-    if (k > 0) log_factorial += std::log(static_cast<double>(k));
-    const double pk = std::exp(k * log_lambda - lambda - log_factorial);
-    if (pk > 0) {
-      if (p.empty()) first_ = k;
-      p.push_back(pk);
-    } else if (!p.empty()) {
-      break;
-    }
-  }
+  std::vector<double> p = poisson_terms(lambda, first_);
   const std::size_t n = p.size();
   size_ = static_cast<std::uint32_t>(n);
   const double a = 1.0 / static_cast<double>(n);
@@ -84,6 +91,42 @@ poisson_table::poisson_table(double lambda) : lambda_(lambda) {
     cells_[i].alias = first_ + alias[i];
   }
   cells_[n] = {0, first_};
+}
+
+// u = (w + 1) 2^-32 > P_k <=> w >= floor(P_k 2^32), P_k 2^32 being exact, so the count of the
+// word w is first + #{j : floor(P_j 2^32) <= w}, the j running up to the last sum that grows.
+poisson_inversion::poisson_inversion(double lambda) : lambda_(lambda) {
+  if (!(lambda > 0 && lambda <= k_poisson_inversion_limit))
+    throw invalid_argument("keel::random::poisson_inversion: lambda " + std::to_string(lambda) +
+                           " is outside (0, 8000]");
+  const std::vector<double> p = poisson_terms(lambda, first_);
+  std::vector<double> sums(p.size());
+  std::size_t last = 0;  // the last j at which the running sum grows
+  double sum = 0;
+  for (std::size_t j = 0; j < p.size(); ++j) {
+    if (sum + p[j] != sum) last = j;
+    sums[j] = sum += p[j];
+  }
+  for (std::size_t j = 0; j < last && sums[j] * 0x1p32 < 0x1p32; ++j)
+    thresholds_.push_back(static_cast<std::uint32_t>(sums[j] * 0x1p32));
+  guide_.resize((std::size_t{1} << k_guide_bits) + 1);
+  for (std::size_t b = 0; b < guide_.size(); ++b) {
+    const std::uint64_t word = std::uint64_t{b} << (32 - k_guide_bits);
+    guide_[b] = static_cast<std::uint32_t>(
+        std::lower_bound(thresholds_.begin(), thresholds_.end(), word,
+                         [](std::uint32_t t, std::uint64_t w) { return t < w; }) -
+        thresholds_.begin());
+  }
+}
+
+std::uint32_t poisson_inversion::operator()(std::uint32_t w) const noexcept {
+  const std::uint32_t* t = thresholds_.data();
+  const std::size_t b = w >> (32 - k_guide_bits);
+  return first_ + static_cast<std::uint32_t>(std::upper_bound(t + guide_[b], t + guide_[b + 1], w) - t);
+}
+
+void poisson_inversion::map(std::uint32_t* words, std::size_t n) const noexcept {
+  for (std::size_t i = 0; i < n; ++i) words[i] = (*this)(words[i]);
 }
 
 namespace {
@@ -170,7 +213,7 @@ void poisson_from_normals(const float* z, std::uint32_t* out, std::size_t n, dou
 
 namespace detail {
 
-status generate_poisson(engine& e, std::unique_ptr<const poisson_table>& table, std::uint32_t* out, std::size_t n,
+status generate_poisson(engine& e, rng_type type, poisson_cache& cache, std::uint32_t* out, std::size_t n,
                         double lambda, unsigned threads) {
   if (n == 0) return status::success;
   if (lambda <= 0 || lambda > k_poisson_max_lambda) return status::out_of_range;
@@ -181,15 +224,37 @@ status generate_poisson(engine& e, std::unique_ptr<const poisson_table>& table, 
       for (std::size_t c = cb; c < ce; ++c) fn(c * k_chunk, std::min(n, (c + 1) * k_chunk));
     });
   };
-  if (poisson_uses_table(lambda)) {
-    if (!table || table->lambda() != lambda) table = std::make_unique<const poisson_table>(lambda);
+  const poisson_method method = poisson_method_for(type, lambda);
+  if (method == poisson_method::table || method == poisson_method::inversion) {
     if (const status s = e.generate(request{kind::u32, out, n, 0.0, 1.0, threads}); s != status::success) return s;
-    each_chunk([&](std::size_t b, std::size_t end) { table->map(out + b, end - b); });
+    if (method == poisson_method::table) {
+      if (!cache.table || cache.table->lambda() != lambda) cache.table = std::make_unique<const poisson_table>(lambda);
+      each_chunk([&](std::size_t b, std::size_t end) { cache.table->map(out + b, end - b); });
+    } else {
+      if (!cache.inversion || cache.inversion->lambda() != lambda)
+        cache.inversion = std::make_unique<const poisson_inversion>(lambda);
+      each_chunk([&](std::size_t b, std::size_t end) { cache.inversion->map(out + b, end - b); });
+    }
     return status::success;
   }
   float* z = reinterpret_cast<float*>(out);
   if (const status s = e.generate_poisson_normals(z, n, threads); s != status::success) return s;
-  each_chunk([&](std::size_t b, std::size_t end) { poisson_from_normals(z + b, out + b, end - b, lambda); });
+  if (std::isnan(lambda)) {
+    std::fill(out, out + n, poisson_nan_count(type));
+    return status::success;
+  }
+  if (method == poisson_method::normal) {
+    each_chunk([&](std::size_t b, std::size_t end) { poisson_from_normals(z + b, out + b, end - b, lambda); });
+    return status::success;
+  }
+  each_chunk([&](std::size_t b, std::size_t end) {
+    for (std::size_t i = b; i < end; ++i) {
+      float zi;
+      std::memcpy(&zi, z + i, 4);  // `out` aliases `z`
+      const std::uint32_t k = poisson_from_normal_float(zi, lambda);
+      std::memcpy(out + i, &k, 4);
+    }
+  });
   return status::success;
 }
 

@@ -110,6 +110,12 @@ class sobol_engine final : public engine {
     return order == ordering::quasi_default ? status::success : status::out_of_range;
   }
 
+  // Poisson's normals are the ordinary ones, in the same layout (and the same
+  // length_not_multiple).
+  status generate_poisson_normals(float* out, std::size_t n, unsigned threads) override {
+    return generate(request{kind::normal, out, n, 0.0, 1.0, threads});
+  }
+
   status set_dimensions(std::uint32_t dimensions) override {
     if (dimensions < 1 || dimensions > k_sobol32_max_dimensions) return status::out_of_range;
     dimensions_ = dimensions;

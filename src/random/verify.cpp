@@ -255,20 +255,30 @@ std::vector<verify_case> standard_cases(std::size_t length, bool full, std::uint
           }
       ++rotation;
     }
-  // Poisson: both of libcurand's methods (the table below lambda 2000, the normal
-  // approximation from 2000 on), in odd lengths, which every generator accepts.
-  // MT19937, MTGP32 and Sobol' have no Poisson in keel yet.
-  const double lambdas[] = {1e-6, 0.5, 3.7, 63.9, 1999, 2000, 1e5, 400000};
+  // Poisson: each of libcurand's methods and the lambdas at which it switches (table below
+  // 10 / 32 / 2000, inversion up to 8000 on MTGP32 and Sobol', normal approximation above),
+  // in odd lengths, which every pseudo-random generator accepts (Sobol': multiples of the
+  // dimension count).
+  const double lambdas[] = {1e-6, 0.5, 3.7, 10, 32, 63.9, 1999, 2000, 8000, 8000.5, 1e5, 400000};
   for (const auto& [type, order] : engines)
     for (double lambda : lambdas) {
-      if (type != rng_type::philox4_32_10 && type != rng_type::xorwow && type != rng_type::mrg32k3a) continue;
+      if (type == rng_type::mtgp32 && !mtgp32_default_tables().tables) continue;
+      const bool mt = type == rng_type::mt19937, quasi = is_quasi(type);
       for (std::size_t si = 0; si < 5; ++si)
-        for (std::size_t oi = 0; oi < 4; ++oi)
+        for (std::size_t oi = 0; oi < (mt ? 1 : 4); ++oi)
           for (int split = 0; split < 2; ++split) {
-            if (!full && !in_slice(rotation, si, oi, split)) continue;
-            verify_case c{type, order, distribution::poisson, seeds[si], offsets[oi], {}, {0.0, 1.0, lambda}, 1, {}};
-            const std::size_t a = (length / 4) & ~std::size_t{1};
-            c.calls = split == 0 ? std::vector<std::size_t>{length + 1} : std::vector<std::size_t>{a + 1, 3, length - a - 3};
+            if (!full && !in_slice(rotation, si, oi, split, mt ? 1 : 4)) continue;
+            verify_case c{type, order, distribution::poisson, quasi ? 0 : seeds[si], offsets[oi], {},
+                          {0.0, 1.0, lambda}, quasi ? quasi_dimensions[si] : 1, {}};
+            if (quasi) {
+              const std::size_t dims = c.dimensions, total = std::max<std::size_t>((length + 1) / dims, 2) * dims;
+              const std::size_t a = total / 4 / dims * dims;
+              c.calls = split == 0 ? std::vector<std::size_t>{total} : std::vector<std::size_t>{a, dims, total - a - dims};
+            } else {
+              const std::size_t a = (length / 4) & ~std::size_t{1};
+              c.calls = split == 0 ? std::vector<std::size_t>{length + 1}
+                                   : std::vector<std::size_t>{a + 1, 3, length - a - 3};
+            }
             out.push_back(c);
           }
       ++rotation;
@@ -280,17 +290,24 @@ std::vector<verify_case> poisson_sweep_cases(std::size_t lambdas, std::size_t le
   const std::pair<rng_type, ordering> engines[] = {
       {rng_type::philox4_32_10, ordering::pseudo_default}, {rng_type::xorwow, ordering::pseudo_default},
       {rng_type::xorwow, ordering::pseudo_legacy},         {rng_type::mrg32k3a, ordering::pseudo_default},
-      {rng_type::mrg32k3a, ordering::pseudo_legacy},
+      {rng_type::mrg32k3a, ordering::pseudo_legacy},       {rng_type::mt19937, ordering::pseudo_default},
+      {rng_type::mtgp32, ordering::pseudo_default},        {rng_type::mtgp32, ordering::pseudo_legacy},
+      {rng_type::sobol32, ordering::quasi_default},        {rng_type::scrambled_sobol32, ordering::quasi_default},
   };
   std::mt19937_64 rng(random_seed);
   std::uniform_real_distribution<double> log_lambda(std::log(1e-8), std::log(k_poisson_max_lambda));
   std::vector<verify_case> out;
-  for (const auto& [type, order] : engines)
+  for (const auto& [type, order] : engines) {
+    if (type == rng_type::mtgp32 && !mtgp32_default_tables().tables) continue;
     for (std::size_t i = 0; i < lambdas; ++i) {
       const double lambda = std::min(k_poisson_max_lambda, std::exp(log_lambda(rng)));
       const std::uint64_t seed = rng(), offset = rng() % 1000003;
-      out.push_back(verify_case{type, order, distribution::poisson, seed, offset, {length}, {0.0, 1.0, lambda}, 1, {}});
+      // No offset on MT19937 and MTGP32 (libcurand refuses them), no seed on Sobol'.
+      const bool offsets = type != rng_type::mt19937 && type != rng_type::mtgp32;
+      out.push_back(verify_case{type, order, distribution::poisson, is_quasi(type) ? 0 : seed, offsets ? offset : 0,
+                                {length}, {0.0, 1.0, lambda}, 1, {}});
     }
+  }
   return out;
 }
 

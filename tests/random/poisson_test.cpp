@@ -1,8 +1,9 @@
-// curandGeneratePoisson: the square-histogram table on its own (mass, ranges libcurand uses,
-// SIMD lookups equal to the scalar one), its cell boundaries against libcurand's to the last
-// bit, and keel's generator against libcurand's host generator for statuses and for call
-// sequences that mix Poisson with other calls, seeds, offsets and orderings. The golden answers of the standard matrix (curand_match_test)
-// cover Poisson output where libcurand is absent.
+// curandGeneratePoisson: the square-histogram table and the inversion on their own (mass,
+// ranges libcurand uses, SIMD lookups equal to the scalar one), their boundaries against
+// libcurand's to the last bit, each generator's methods and thresholds, and keel's generator
+// against libcurand's host generator for statuses and for call sequences that mix Poisson with
+// other calls, seeds, offsets and orderings. The golden answers of the standard matrix
+// (curand_match_test) cover Poisson output where libcurand is absent.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -24,7 +25,26 @@ namespace kr = keel::random;
 
 namespace {
 
-const kr::rng_type k_types[] = {kr::rng_type::philox4_32_10, kr::rng_type::xorwow, kr::rng_type::mrg32k3a};
+// Every generator keel can create here (MTGP32 and scrambled Sobol32 need their tables).
+std::vector<kr::rng_type> all_types() {
+  std::vector<kr::rng_type> out;
+  for (auto t : {kr::rng_type::philox4_32_10, kr::rng_type::xorwow, kr::rng_type::mrg32k3a, kr::rng_type::mt19937,
+                 kr::rng_type::mtgp32, kr::rng_type::sobol32, kr::rng_type::scrambled_sobol32}) {
+    std::unique_ptr<kr::generator> g;
+    if (kr::generator::create(t, g) == kr::status::success) out.push_back(t);
+  }
+  return out;
+}
+
+// The offset at which Sobol32's dimension 1 gives the word w: its point i is the bit reversal
+// of gray(i) = i ^ (i >> 1).
+std::uint64_t sobol_offset_of(std::uint32_t w) {
+  std::uint32_t g = 0;
+  for (int b = 0; b < 32; ++b) g |= ((w >> b) & 1u) << (31 - b);
+  std::uint32_t i = 0;
+  for (; g != 0; g >>= 1) i ^= g;
+  return i;
+}
 
 // Cell j holds the words w with floor(n (w + 1) / 2^32) = j: [first, end).
 std::pair<std::uint64_t, std::uint64_t> cell_words(std::uint64_t n, std::uint64_t j) {
@@ -103,6 +123,161 @@ TEST(random_poisson, table_map_equals_scalar_lookup) {
     t.map(mapped.data(), mapped.size());
     for (std::size_t i = 0; i < w.size(); ++i) ASSERT_EQ(mapped[i], t(w[i])) << lambda << " word " << w[i];
   }
+}
+
+// The inversion against its definition, computed directly: the smallest count whose running
+// sum of the terms is at least u = (w + 1) 2^-32, the search stopping at the last sum that grows.
+TEST(random_poisson, inversion_is_the_cdf_search) {
+  std::mt19937_64 rng(11);
+  for (double lambda : {10.0, 10.5, 32.0, 63.9, 1000.0, 4095.75, 8000.0}) {
+    const kr::poisson_inversion inv(lambda);
+    std::vector<double> p;
+    const double log_lambda = std::log(lambda);
+    double log_factorial = 0;
+    std::uint32_t first = 0;
+    for (std::uint32_t k = 0;; ++k) {
+      if (k > 0) log_factorial += std::log(static_cast<double>(k));
+      const double pk = std::exp(k * log_lambda - lambda - log_factorial);
+      if (pk > 0) {
+        if (p.empty()) first = k;
+        p.push_back(pk);
+      } else if (!p.empty()) {
+        break;
+      }
+    }
+    ASSERT_EQ(inv.first(), first) << lambda;
+    std::vector<double> sums;
+    double sum = 0;
+    for (double pk : p) {
+      if (sum + pk == sum) break;
+      sums.push_back(sum += pk);
+    }
+    auto direct = [&](std::uint32_t w) {
+      const double u = (static_cast<double>(w) + 1) * 0x1p-32;
+      const std::size_t j = std::lower_bound(sums.begin(), sums.end(), u) - sums.begin();
+      return first + static_cast<std::uint32_t>(std::min(j, sums.size() - 1));
+    };
+    std::vector<std::uint32_t> w = {0u, 1u, 0x80000000u, 0xfffffffeu, 0xffffffffu};
+    for (std::uint32_t t : inv.thresholds())
+      for (std::uint32_t d : {0u, 1u}) w.push_back(t - d);
+    for (int i = 0; i < 100003; ++i) w.push_back(static_cast<std::uint32_t>(rng()));
+    std::vector<std::uint32_t> mapped = w;
+    inv.map(mapped.data(), mapped.size());
+    for (std::size_t i = 0; i < w.size(); ++i) {
+      ASSERT_EQ(inv(w[i]), direct(w[i])) << lambda << " word " << w[i];
+      ASSERT_EQ(mapped[i], inv(w[i])) << lambda << " word " << w[i];
+    }
+  }
+  EXPECT_THROW(kr::poisson_inversion(0.0), keel::invalid_argument);
+  EXPECT_THROW(kr::poisson_inversion(8000.000000000001), keel::invalid_argument);
+  EXPECT_THROW(kr::poisson_inversion(std::nan("")), keel::invalid_argument);
+}
+
+// libcurand's counts for the lowest and the highest word (measured on Sobol32, whose offsets
+// reach any word): the word 2^32 - 1 gets the count at which the running sum stops growing.
+TEST(random_poisson, inversion_ends_are_libcurands) {
+  const struct {
+    double lambda;
+    std::uint32_t lowest, highest;
+  } known[] = {{10, 0, 44},        {10.5, 0, 47},       {32, 4, 89},         {100, 44, 192},
+               {1000, 809, 1267},  {1999, 1727, 2370},  {4000, 3612, 4519},  {8000, 7449, 8725}};
+  for (const auto& k : known) {
+    const kr::poisson_inversion inv(k.lambda);
+    EXPECT_EQ(inv(0), k.lowest) << k.lambda;
+    EXPECT_EQ(inv(0xffffffffu), k.highest) << k.lambda;
+  }
+}
+
+// Each generator's methods and the lambdas at which they switch, as libcurand chooses them.
+TEST(random_poisson, methods_by_generator) {
+  using m = kr::poisson_method;
+  const double below_10 = std::nextafter(10.0, 0.0), below_32 = std::nextafter(32.0, 0.0);
+  const double below_2000 = std::nextafter(2000.0, 0.0), above_8000 = std::nextafter(8000.0, 1e9);
+  for (auto t : {kr::rng_type::philox4_32_10, kr::rng_type::xorwow, kr::rng_type::mrg32k3a}) {
+    EXPECT_EQ(kr::poisson_method_for(t, below_2000), m::table);
+    EXPECT_EQ(kr::poisson_method_for(t, 2000), m::normal);
+    EXPECT_EQ(kr::poisson_nan_count(t), 0u);
+  }
+  EXPECT_EQ(kr::poisson_method_for(kr::rng_type::mt19937, below_2000), m::table);
+  EXPECT_EQ(kr::poisson_method_for(kr::rng_type::mt19937, 2000), m::normal_float);
+  EXPECT_EQ(kr::poisson_method_for(kr::rng_type::mt19937, std::nan("")), m::normal_float);
+  EXPECT_EQ(kr::poisson_nan_count(kr::rng_type::mt19937), 0u);
+  EXPECT_EQ(kr::poisson_method_for(kr::rng_type::mtgp32, below_32), m::table);
+  EXPECT_EQ(kr::poisson_method_for(kr::rng_type::mtgp32, 32), m::inversion);
+  for (auto t : {kr::rng_type::sobol32, kr::rng_type::scrambled_sobol32}) {
+    EXPECT_EQ(kr::poisson_method_for(t, below_10), m::table);
+    EXPECT_EQ(kr::poisson_method_for(t, 10), m::inversion);
+  }
+  for (auto t : {kr::rng_type::mtgp32, kr::rng_type::sobol32, kr::rng_type::scrambled_sobol32}) {
+    EXPECT_EQ(kr::poisson_method_for(t, 8000), m::inversion);
+    EXPECT_EQ(kr::poisson_method_for(t, above_8000), m::normal);
+    EXPECT_EQ(kr::poisson_method_for(t, std::nan("")), m::normal);
+    EXPECT_EQ(kr::poisson_nan_count(t), 0xffffffffu);
+  }
+}
+
+// NaN passes libcurand's range check: every output is poisson_nan_count(type), the position
+// advances by n. (Measured once per generator; libcurand is not called with NaN here, since
+// on MTGP32 and Sobol' it writes past a heap block.)
+TEST(random_poisson, nan_lambda) {
+  for (auto type : all_types()) {
+    kr::generator g(type), h(type);
+    std::vector<std::uint32_t> out(1001, 7), raw(1002), next(1);
+    ASSERT_EQ(g.generate_poisson(out.data(), out.size(), std::nan("")), kr::status::success);
+    EXPECT_EQ(out, std::vector<std::uint32_t>(out.size(), kr::poisson_nan_count(type))) << kr::to_string(type);
+    g.generate(next.data(), 1);
+    h.generate(raw.data(), raw.size());
+    EXPECT_EQ(next[0], raw.back()) << kr::to_string(type);
+  }
+}
+
+// The inversion's boundaries to the last bit: for words at a threshold and just below it, the
+// lambda at which the count changes, found by bisection on lambda, is the same double for
+// libcurand (Sobol32, the word picked by the offset) and for keel's inversion.
+TEST(random_poisson, inversion_boundaries_equal_libcurand_to_the_last_bit) {
+  const auto& ref = kr::curand_reference::get();
+  if (!ref.available()) GTEST_SKIP() << ref.description();
+  std::unique_ptr<kr::curand_generator> theirs;
+  ASSERT_EQ(ref.create_host_generator(kr::rng_type::sobol32, theirs), kr::status::success);
+  auto bisect = [](auto&& f, double lo, double hi) {
+    const std::uint32_t at_lo = f(lo);
+    while (std::nextafter(lo, hi) != hi) {
+      const double mid = 0.5 * (lo + hi);
+      (f(mid) == at_lo ? lo : hi) = mid;
+    }
+    return hi;
+  };
+  int compared = 0;
+  for (double lambda : {12.345678901234567, 271.82818284590452, 3141.5926535897932, 7999.5}) {
+    const kr::poisson_inversion inv(lambda);
+    const auto& t = inv.thresholds();
+    // Thresholds in the lower tail, the middle and the upper tail (P near 2^-6, 1/2, 1 - 2^-6).
+    for (std::uint32_t q : {1u << 26, 1u << 31, 0u - (1u << 26)})
+      for (std::uint32_t w : {*std::lower_bound(t.begin(), t.end(), q), *std::lower_bound(t.begin(), t.end(), q) - 1}) {
+        auto curand_count = [&](double l) {
+          std::uint32_t k = 0;
+          theirs->set_offset(sobol_offset_of(w));
+          theirs->generate_poisson(&k, 1, l);
+          return k;
+        };
+        auto keel_count = [&](double l) { return kr::poisson_inversion(l)(w); };
+        double d = lambda * 1e-12;
+        while (d < lambda * 1e-3 && curand_count(lambda - d) == curand_count(lambda + d)) d *= 8;
+        ASSERT_LT(d, lambda * 1e-3) << lambda << " word " << w;
+        EXPECT_EQ(bisect(keel_count, lambda - d, lambda + d), bisect(curand_count, lambda - d, lambda + d))
+            << "lambda " << lambda << " word " << w;
+        ++compared;
+      }
+  }
+  EXPECT_EQ(compared, 24);
+}
+
+// MT19937's float conversion: lambda and its square root in float.
+TEST(random_poisson, normal_approximation_in_float) {
+  EXPECT_EQ(kr::poisson_from_normal_float(0.0f, 2000), 2000u);
+  EXPECT_EQ(kr::poisson_from_normal_float(1.0f, 400000), 400632u);
+  EXPECT_EQ(kr::poisson_from_normal_float(-1.0f, 1e5), 99684u);
+  EXPECT_EQ(kr::poisson_from_normal_float(1.0f, std::nan("")), 0u);
 }
 
 TEST(random_poisson, normal_approximation) {
@@ -185,11 +360,11 @@ TEST(random_poisson, normals_convert_as_the_scalar_formula) {
   }
 }
 
-// Any thread count and either method: the same bits.
+// Any thread count and any method: the same bits.
 TEST(random_poisson, output_does_not_depend_on_threads) {
   const std::size_t n = (std::size_t{1} << 20) + 5;
-  for (auto type : k_types)
-    for (double lambda : {3.7, 1999.0, 2000.0, 1e5}) {
+  for (auto type : all_types())
+    for (double lambda : {3.7, 100.0, 1999.0, 2000.0, 1e5}) {
       std::vector<std::uint32_t> a(n), b(n);
       for (unsigned threads : {1u, 3u}) {
         kr::generator g(type);
@@ -207,21 +382,29 @@ TEST(random_poisson, statuses_match_curand) {
   const auto& ref = kr::curand_reference::get();
   if (!ref.available()) GTEST_SKIP() << ref.description();
   const double inf = std::numeric_limits<double>::infinity();
-  const double lambdas[] = {-1.0, 0.0, -0.0, 1e-300, 4.9e-324, 1999.9999999999998, 2000.0, 400000.0,
+  const double lambdas[] = {-1.0, 0.0, -0.0, 1e-300, 4.9e-324, 1999.9999999999998, 2000.0, 8000.0, 400000.0,
                             400000.00000000006, 1e9, inf, -inf, std::nan("")};
-  for (auto type : k_types) {
+  for (auto type : all_types()) {
     kr::generator ours(type);
     std::unique_ptr<kr::curand_generator> theirs;
     ASSERT_EQ(ref.create_host_generator(type, theirs), kr::status::success);
+    // Sobol' with 3 dimensions: 7 is not a multiple, 6 is.
+    if (kr::is_quasi(type)) {
+      ASSERT_EQ(ours.set_dimensions(3), kr::status::success);
+      ASSERT_EQ(theirs->set_dimensions(3), kr::status::success);
+    }
     for (double lambda : lambdas)
-      for (std::size_t n : {0, 7}) {
-        std::uint32_t a[8] = {}, b[8] = {};
+      for (std::size_t n : {0, 6, 7}) {
+        // nan_lambda covers NaN where libcurand overruns a heap block.
+        if (std::isnan(lambda) && kr::poisson_nan_count(type) != 0) continue;
+        std::uint32_t a[16] = {}, b[16] = {};
         EXPECT_EQ(ours.generate_poisson(a, n, lambda), theirs->generate_poisson(b, n, lambda))
             << kr::to_string(type) << " lambda " << lambda << " n " << n;
-        // The next raw words show where each left the position.
-        ours.generate(a + n, 1);
-        theirs->generate(b + n, 1);
-        EXPECT_EQ(std::vector<std::uint32_t>(a, a + 8), std::vector<std::uint32_t>(b, b + 8))
+        // The next raw words (one point) show where each left the position.
+        const std::size_t point = kr::is_quasi(type) ? 3 : 1;
+        ours.generate(a + n, point);
+        theirs->generate(b + n, point);
+        EXPECT_EQ(std::vector<std::uint32_t>(a, a + 16), std::vector<std::uint32_t>(b, b + 16))
             << kr::to_string(type) << " lambda " << lambda << " n " << n;
       }
   }
@@ -263,9 +446,10 @@ std::vector<std::vector<unsigned char>> play(G& g, const std::vector<step>& step
 
 }  // namespace
 
-// What a Poisson call leaves behind for later calls: Philox and the table path advance the
-// position as 32-bit outputs do; XORWOW and MRG32k3a keep each thread's unused Box-Muller
-// cosine for its next Poisson normal until set_seed / set_offset / set_ordering.
+// What a Poisson call leaves behind for later calls: Philox, MT19937, MTGP32, Sobol' and the
+// table path advance the position as 32-bit outputs do; XORWOW and MRG32k3a keep each
+// thread's unused Box-Muller cosine for its next Poisson normal until set_seed / set_offset /
+// set_ordering. Every generator, with the lambdas at which libcurand switches methods.
 TEST(random_poisson, call_sequences_equal_libcurand) {
   const auto& ref = kr::curand_reference::get();
   if (!ref.available()) GTEST_SKIP() << ref.description();
@@ -281,6 +465,12 @@ TEST(random_poisson, call_sequences_equal_libcurand) {
       {step::gen, 0, d::normal, 4000},
       {step::gen, 0, d::poisson, 5003, 10.0},    // the table path: one word per output
       {step::gen, 0, d::poisson, 7, 2000.0},
+      {step::gen, 0, d::poisson, 6007, 100.0},   // MTGP32, Sobol': inversion
+      {step::gen, 0, d::poisson, 9, std::nextafter(10.0, 0.0)},
+      {step::gen, 0, d::poisson, 5, std::nextafter(32.0, 0.0)},
+      {step::gen, 0, d::poisson, 20001, 8000.0},
+      {step::gen, 0, d::poisson, 20001, 8000.5},
+      {step::gen, 0, d::poisson, 40001, 350000.1},  // MT19937: sqrtf((float)lambda)
       {step::seed, 77},                          // drops the kept cosines, re-derives words
       {step::gen, 0, d::poisson, 4097, 1e5},
       {step::gen, 0, d::poisson, 3001, 0.5},
@@ -302,15 +492,20 @@ TEST(random_poisson, call_sequences_equal_libcurand) {
       {step::gen, 0, d::poisson, 1001, 1.0},
       {step::gen, 0, d::log_normal, 1000},
   };
-  for (auto type : k_types) {
+  for (auto type : all_types()) {
     // keel's Philox does not follow libcurand through a seed or ordering change after output
     // (libcurand then moves the position in a way not derived yet), Poisson or not: those
-    // steps are left out for Philox.
+    // steps are left out for Philox. MT19937's double normals are refused by keel, and NaN
+    // makes libcurand overrun a heap block on MTGP32 and Sobol' (nan_lambda covers it).
     std::vector<step> run = steps;
-    if (type == kr::rng_type::philox4_32_10)
-      run.erase(std::remove_if(run.begin() + 1, run.end(),
-                               [](const step& s) { return s.what == step::seed || s.what == step::order; }),
-                run.end());
+    run.erase(std::remove_if(run.begin() + 1, run.end(),
+                             [&](const step& s) {
+                               if (type == kr::rng_type::philox4_32_10)
+                                 return s.what == step::seed || s.what == step::order;
+                               if (type == kr::rng_type::mt19937) return s.dist == d::normal_double;
+                               return std::isnan(s.lambda) && kr::poisson_nan_count(type) != 0;
+                             }),
+              run.end());
     kr::generator ours(type);
     std::unique_ptr<kr::curand_generator> theirs;
     ASSERT_EQ(ref.create_host_generator(type, theirs), kr::status::success);

@@ -120,7 +120,8 @@ const CLI::Validator k_non_negative(
     [](std::string& value) { return !value.empty() && value[0] == '-' ? std::string("must not be negative") : std::string(); },
     "N>=0");
 
-// libcurand's Poisson range; NaN (which libcurand turns into zeros) is refused here too.
+// libcurand's Poisson range; NaN (which libcurand turns into zeros, or all ones on MTGP32 and
+// Sobol') is refused here too.
 const CLI::Validator k_poisson_lambda(
     [](std::string& value) {
       const double l = std::strtod(value.c_str(), nullptr);
@@ -369,7 +370,8 @@ void run_bench(const bench_options& o) {
       {kr::rng_type::mtgp32, kr::distribution::raw},           {kr::rng_type::mtgp32, kr::distribution::uniform},
       {kr::rng_type::mtgp32, kr::distribution::normal},
       {kr::rng_type::philox4_32_10, kr::distribution::poisson}, {kr::rng_type::xorwow, kr::distribution::poisson},
-      {kr::rng_type::mrg32k3a, kr::distribution::poisson},
+      {kr::rng_type::mrg32k3a, kr::distribution::poisson},     {kr::rng_type::mt19937, kr::distribution::poisson},
+      {kr::rng_type::mtgp32, kr::distribution::poisson},       {kr::rng_type::sobol32, kr::distribution::poisson},
   };
   const unsigned all = std::max(1u, std::thread::hardware_concurrency());
   std::vector<unsigned char> buf(o.count * 4);
@@ -519,7 +521,7 @@ void add_rand_commands(CLI::App& root) {
   bench->add_option("--count", bo->count, "Values per (generator, distribution)")->capture_default_str();
   bench->add_option("--repeats", bo->repeats, "Best of N runs")->capture_default_str();
   bench->add_option("--generator", bo->generator, "Only this generator (e.g. mt19937)");
-  bench->add_option("--lambda", bo->lambda, "Poisson mean (below 2000: table, from 2000: normal approximation)")
+  bench->add_option("--lambda", bo->lambda, "Poisson mean (table, inversion or normal approximation by generator: keel/random/poisson.hpp)")
       ->check(k_poisson_lambda)
       ->capture_default_str();
   bench->add_flag("--cpu-time", bo->cpu_time,

@@ -28,8 +28,8 @@ namespace keel::random {
 
 namespace detail {
 class engine;
-}
-class poisson_table;
+struct poisson_cache;
+}  // namespace detail
 
 class generator {
  public:
@@ -61,7 +61,8 @@ class generator {
   status generate_log_normal(float* out, std::size_t n, float mean, float stddev);
   status generate_log_normal_double(double* out, std::size_t n, double mean, double stddev);
   // curandGeneratePoisson (methods in keel/random/poisson.hpp): out_of_range for lambda <= 0
-  // or > 400000 unless n is 0; any n, odd included, for every generator.
+  // or > 400000 unless n is 0; any n, odd included, for every pseudo-random generator
+  // (Sobol': a multiple of the dimension count, else length_not_multiple).
   status generate_poisson(std::uint32_t* out, std::size_t n, double lambda);
 
   // keel extension: worker threads for large calls (0 = all hardware threads, 1 = inline).
@@ -72,7 +73,7 @@ class generator {
   rng_type type_;
   unsigned threads_ = 0;
   std::unique_ptr<detail::engine> engine_;
-  std::unique_ptr<const poisson_table> poisson_table_;  // the last lambda's table
+  std::unique_ptr<detail::poisson_cache> poisson_;  // the last lambda's table and inversion
 };
 
 // The SIMD level the fast paths use on this CPU: "avx512", "avx2" or "scalar".

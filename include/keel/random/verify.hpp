@@ -103,8 +103,9 @@ std::optional<mismatch> compare(const run_output& a, const run_output& b, std::s
 // ordering, seeds {0, 42, 1234, 2^64-1, random_seed} (quasi-random generators: dimensions
 // {1, 3, 64, 1000, 20000} instead), offsets {0, 1, 3, 1000003} (MT19937: 0 only, libcurand
 // refuses any other), single and split calls, `length` values each (quasi: rounded to whole
-// points, at least two per dimension; Poisson: lambda {1e-6, 0.5, 3.7, 63.9, 1999, 2000, 1e5,
-// 4e5} for each generator x ordering that has it, in odd lengths); and split calls with a
+// points, at least two per dimension; Poisson: lambda {1e-6, 0.5, 3.7, 10, 32, 63.9, 1999,
+// 2000, 8000, 8000.5, 1e5, 4e5} for each generator x ordering, in odd lengths, quasi-random
+// ones in whole points); and split calls with a
 // set_seed, set_offset or set_ordering after the first call. `full` takes every combination;
 // otherwise a slice that still covers each generator x distribution x ordering (x lambda, and
 // one change for each). MTGP32's cases are left out when its parameter sets are not
@@ -116,9 +117,10 @@ std::vector<verify_case> standard_cases(std::size_t length, bool full, std::uint
 // reproduces only with the coefficients.
 bool uses_double_icdf(rng_type type, distribution d) noexcept;
 
-// A Poisson sweep: for each generator x ordering that has Poisson, `lambdas` values of lambda
-// drawn log-uniformly from [1e-8, 4e5] (both methods), each with a drawn seed and offset and
-// one call of `length` values (odd when `length` is), all from `random_seed`.
+// A Poisson sweep: for each generator and a few orderings, `lambdas` values of lambda drawn
+// log-uniformly from [1e-8, 4e5] (every method), each with a drawn seed (none on Sobol') and
+// offset (none on MT19937 and MTGP32, which refuse one) and one call of `length` values (odd
+// when `length` is), all from `random_seed`.
 std::vector<verify_case> poisson_sweep_cases(std::size_t lambdas, std::size_t length, std::uint64_t random_seed);
 
 // Golden files: one line per case, "name count status hash first-values-hex" (no values for
