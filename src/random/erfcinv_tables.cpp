@@ -5,11 +5,8 @@
 #include <cctype>
 #include <cerrno>
 #include <cmath>
-#include <cstdlib>
-#include <fstream>
 #include <istream>
 #include <optional>
-#include <iterator>
 #include <ostream>
 #include <span>
 #include <sstream>
@@ -21,6 +18,7 @@
 
 #include "keel/core/error.hpp"
 #include "normal_icdf.hpp"
+#include "toolkit_data.hpp"
 
 namespace keel::random {
 
@@ -31,14 +29,19 @@ constexpr const char* k_hint =
     "set KEEL_ERFCINV_COEFFICIENTS to a file written by `keel rand export-tables --erfcinv`, or "
     "KEEL_CUDA_INCLUDE_DIR to the CUDA toolkit's include directory";
 constexpr const char* k_fallback =
-    "inverse-CDF double normals use keel's own erfcinv (within an ulp, not bit-exact with libcurand)";
+    "inverse-CDF double normals use keel's own erfcinv (within an ulp, not bit-exact with "
+    "libcurand)";
 
 // The polynomials by name.
 template <class Tables>
 auto polynomials(Tables& t) {
   using value = std::conditional_t<std::is_const_v<Tables>, const double, double>;
-  return std::array<std::pair<const char*, std::span<value>>, 6>{
-      {{"p18", t.p18}, {"q18", t.q18}, {"p39", t.p39}, {"q39", t.q39}, {"p59", t.p59}, {"q59", t.q59}}};
+  return std::array<std::pair<const char*, std::span<value>>, 6>{{{"p18", t.p18},
+                                                                  {"q18", t.q18},
+                                                                  {"p39", t.p39},
+                                                                  {"q39", t.q39},
+                                                                  {"p59", t.p59},
+                                                                  {"q59", t.q59}}};
 }
 
 // Each branch of the algorithm at a few points against keel's own erfcinv; `fail` reports.
@@ -47,12 +50,13 @@ void validate(const erfcinv_tables& t, Fail&& fail) {
   const detail::blair_coefficients b = detail::blair_from(t);
   // Table 18: a in (1/4, 7/4); 39: 1 - a in [0.75, 0.9375); 59: a = 1/16 and near 2 (log1p),
   // below 1/16 (log).
-  for (const double a : {0.3, 0.5, 0.9, 1.2, 1.7, 0.2, 0.1, 1.8, 1.9, 0.0625, 1.95, 1.9999,
-                         0.05, 1e-3, 1e-8, 0x1p-33, 1e-30}) {
+  for (const double a : {0.3, 0.5, 0.9, 1.2, 1.7, 0.2, 0.1, 1.8, 1.9, 0.0625, 1.95, 1.9999, 0.05,
+                         1e-3, 1e-8, 0x1p-33, 1e-30}) {
     const double ours = detail::erfcinv_keel(a), theirs = detail::erfcinv_blair(b, a);
     if (!(std::fabs(theirs - ours) <= 1e-12 * std::fabs(ours)))
-      fail(fmt::format("the tables give erfcinv({}) = {}, expected {} (a wrong or misread coefficient?)",
-                       a, theirs, ours));
+      fail(fmt::format(
+          "the tables give erfcinv({}) = {}, expected {} (a wrong or misread coefficient?)", a,
+          theirs, ours));
   }
 }
 
@@ -67,7 +71,8 @@ class header_parser {
 
   // The [begin, end) of the body of `double name(...)`, braces included.
   std::pair<std::size_t, std::size_t> function_body(std::string_view name) {
-    for (std::size_t at = text_.find(name); at != std::string::npos; at = text_.find(name, at + 1)) {
+    for (std::size_t at = text_.find(name); at != std::string::npos;
+         at = text_.find(name, at + 1)) {
       if (at > 0 && identifier_char(text_[at - 1])) continue;
       std::size_t k = at + name.size();
       k = skip_space(k);
@@ -75,14 +80,17 @@ class header_parser {
       // The return type, `double`, right before the name.
       std::size_t r = at;
       while (r > 0 && std::isspace(static_cast<unsigned char>(text_[r - 1]))) --r;
-      if (r < 6 || text_.compare(r - 6, 6, "double") != 0 || (r > 6 && identifier_char(text_[r - 7])))
+      if (r < 6 || text_.compare(r - 6, 6, "double") != 0 ||
+          (r > 6 && identifier_char(text_[r - 7])))
         continue;
       // Past the parameter list and any closing parentheses of a wrapping macro: a body, or a
       // declaration (';') to skip.
       const std::size_t close = text_.find(')', k);
       if (close == std::string::npos) break;
       k = close + 1;
-      while (k < text_.size() && (text_[k] == ')' || std::isspace(static_cast<unsigned char>(text_[k])))) ++k;
+      while (k < text_.size() &&
+             (text_[k] == ')' || std::isspace(static_cast<unsigned char>(text_[k]))))
+        ++k;
       if (k >= text_.size() || text_[k] != '{') continue;
       int depth = 0;
       for (std::size_t e = k; e < text_.size();) {
@@ -109,21 +117,25 @@ class header_parser {
       at = text_.find(label, at);
       if (at == std::string::npos || at >= body.second)
         fail(body.first, fmt::format("no '{}' block in {}", label, function));
-      if (at + label.size() >= text_.size() || !std::isdigit(static_cast<unsigned char>(text_[at + label.size()])))
+      if (at + label.size() >= text_.size() ||
+          !std::isdigit(static_cast<unsigned char>(text_[at + label.size()])))
         break;
     }
     // The statements after the comment that holds the label.
     const std::size_t open = text_.rfind("/*", at), closed = text_.rfind("*/", at);
-    const bool in_block = open != std::string::npos && (closed == std::string::npos || closed < open);
+    const bool in_block =
+        open != std::string::npos && (closed == std::string::npos || closed < open);
     const std::size_t end = in_block ? text_.find("*/", at) : text_.find('\n', at);
-    if (end == std::string::npos) fail(at, fmt::format("the comment with '{}' does not end", label));
+    if (end == std::string::npos)
+      fail(at, fmt::format("the comment with '{}' does not end", label));
     const std::size_t start = i_ = end + (in_block ? 2 : 1);
     // p = [-]c | p = p * t (+|-) c | q = t (+|-) c | q = q * t (+|-) c, after any other
     // statements (t's computation) and up to the first other one or the end of the branch.
     std::vector<double> ps, qs;
     for (std::optional<std::vector<std::string>> s; (s = statement());) {
       // The coefficient c of the statement `head (+|-) c` (the sign optional where not required).
-      auto is = [&](std::initializer_list<const char*> head, bool sign_required) -> std::optional<double> {
+      auto is = [&](std::initializer_list<const char*> head,
+                    bool sign_required) -> std::optional<double> {
         const std::vector<std::string>& t = *s;
         std::size_t k = 0;
         for (const char* h : head)
@@ -147,9 +159,10 @@ class header_parser {
         break;
     }
     if (ps.size() != p.size() || qs.size() != q.size())
-      fail(start, fmt::format("{} of {}: {} numerator and {} denominator coefficients, expected {} and {} "
-                              "(lines 'p = p * t + c;' and 'q = q * t + c;')",
-                              label, function, ps.size(), qs.size(), p.size(), q.size()));
+      fail(start,
+           fmt::format("{} of {}: {} numerator and {} denominator coefficients, expected {} and {} "
+                       "(lines 'p = p * t + c;' and 'q = q * t + c;')",
+                       label, function, ps.size(), qs.size(), p.size(), q.size()));
     // The header goes from the highest coefficient down.
     for (std::size_t k = 0; k < p.size(); ++k) p[k] = ps[p.size() - 1 - k];
     for (std::size_t k = 0; k < q.size(); ++k) q[k] = qs[q.size() - 1 - k];
@@ -205,10 +218,10 @@ class header_parser {
       }
       std::size_t e = i_ + 1;
       if (identifier_char(c) || c == '.') {
-        while (e < text_.size() &&
-               (identifier_char(text_[e]) || text_[e] == '.' ||
-                ((text_[e] == '+' || text_[e] == '-') && (text_[e - 1] == 'e' || text_[e - 1] == 'E') &&
-                 (std::isdigit(static_cast<unsigned char>(c)) || c == '.'))))
+        while (e < text_.size() && (identifier_char(text_[e]) || text_[e] == '.' ||
+                                    ((text_[e] == '+' || text_[e] == '-') &&
+                                     (text_[e - 1] == 'e' || text_[e - 1] == 'E') &&
+                                     (std::isdigit(static_cast<unsigned char>(c)) || c == '.'))))
           ++e;
       }
       tokens.emplace_back(text_, i_, e - i_);
@@ -217,7 +230,8 @@ class header_parser {
   }
   // A decimal floating-point literal, or nothing.
   std::optional<double> number(const std::string& token) const {
-    if (token.empty() || !(std::isdigit(static_cast<unsigned char>(token[0])) || token[0] == '.')) return {};
+    if (token.empty() || !(std::isdigit(static_cast<unsigned char>(token[0])) || token[0] == '.'))
+      return {};
     char* end = nullptr;
     errno = 0;
     const double v = std::strtod(token.c_str(), &end);
@@ -230,19 +244,10 @@ class header_parser {
   std::size_t i_ = 0;
 };
 
-std::string slurp(std::istream& in) { return std::string(std::istreambuf_iterator<char>(in), {}); }
-
-std::shared_ptr<const erfcinv_tables> load(const std::string& path, bool keel_format) {
-  std::ifstream in(path);
-  if (!in) throw io_error(fmt::format("{}: cannot open", path));
-  return std::make_shared<const erfcinv_tables>(keel_format ? read_erfcinv_tables(in, path)
-                                                            : parse_erfcinv_cuda_header(in, path));
-}
-
 }  // namespace
 
 erfcinv_tables parse_erfcinv_cuda_header(std::istream& in, const std::string& source) {
-  header_parser parser(slurp(in), source);
+  header_parser parser(detail::slurp(in), source);
   erfcinv_tables t;
   t.source = source;
   const auto erfinv = parser.function_body("erfinv");
@@ -254,7 +259,8 @@ erfcinv_tables parse_erfcinv_cuda_header(std::istream& in, const std::string& so
   std::array<double, 11> p59;
   std::array<double, 10> q59;
   parser.table(erfcinv, "erfcinv", 59, p59, q59);
-  if (p59 != t.p59 || q59 != t.q59) parser.fail(erfcinv.first, "erfcinv's Table 59 differs from erfinv's");
+  if (p59 != t.p59 || q59 != t.q59)
+    parser.fail(erfcinv.first, "erfcinv's Table 59 differs from erfinv's");
   validate(t, [&](const std::string& m) { parser.fail(erfinv.first, m); });
   return t;
 }
@@ -274,33 +280,40 @@ erfcinv_tables read_erfcinv_tables(std::istream& in, const std::string& source) 
     std::size_t k = 0;
     while (k < polys.size() && f[0] != polys[k].first) ++k;
     if (k == polys.size())
-      throw parse_error(source, line_no, first + 1,
-                        fmt::format("'{}' is not a polynomial name (p18 q18 p39 q39 p59 q59)", f[0]));
-    if (seen[k]) throw parse_error(source, line_no, first + 1, fmt::format("{} appears twice", f[0]));
+      throw parse_error(
+          source, line_no, first + 1,
+          fmt::format("'{}' is not a polynomial name (p18 q18 p39 q39 p59 q59)", f[0]));
+    if (seen[k])
+      throw parse_error(source, line_no, first + 1, fmt::format("{} appears twice", f[0]));
     seen[k] = true;
     if (f.size() != polys[k].second.size() + 1)
       throw parse_error(source, line_no, first + 1,
-                        fmt::format("{} has {} coefficients, expected {}", f[0], f.size() - 1, polys[k].second.size()));
+                        fmt::format("{} has {} coefficients, expected {}", f[0], f.size() - 1,
+                                    polys[k].second.size()));
     for (std::size_t j = 1; j < f.size(); ++j) {
       char* end = nullptr;
       errno = 0;
       const double v = std::strtod(f[j].c_str(), &end);
       if (*end != '\0' || errno != 0 || !std::isfinite(v))
-        throw parse_error(source, line_no, line.find(f[j]) + 1,
-                          fmt::format("coefficient {} of {} '{}' is not a finite number", j - 1, f[0], f[j]));
+        throw parse_error(
+            source, line_no, line.find(f[j]) + 1,
+            fmt::format("coefficient {} of {} '{}' is not a finite number", j - 1, f[0], f[j]));
       polys[k].second[j - 1] = v;
     }
   }
   for (std::size_t k = 0; k < polys.size(); ++k)
-    if (!seen[k]) throw parse_error(source, line_no, 1, fmt::format("no line for {}", polys[k].first));
+    if (!seen[k])
+      throw parse_error(source, line_no, 1, fmt::format("no line for {}", polys[k].first));
   validate(t, [&](const std::string& m) { throw parse_error(source, line_no, 1, m); });
   return t;
 }
 
 void write_erfcinv_tables(std::ostream& out, const erfcinv_tables& tables) {
-  out << "# keel erfcinv coefficients (Blair, Edwards & Johnson 1976, Tables 18, 39, 59), read from "
+  out << "# keel erfcinv coefficients (Blair, Edwards & Johnson 1976, Tables 18, 39, 59), read "
+         "from "
       << tables.source << "\n"
-      << "# name, then the coefficients from the constant term up (q: without its leading 1); format: "
+      << "# name, then the coefficients from the constant term up (q: without its leading 1); "
+         "format: "
          "keel/random/erfcinv_tables.hpp\n";
   for (const auto& [name, c] : polynomials(tables)) {
     std::string line = name;
@@ -312,35 +325,12 @@ void write_erfcinv_tables(std::ostream& out, const erfcinv_tables& tables) {
 }
 
 erfcinv_table_lookup find_erfcinv_tables() {
-  erfcinv_table_lookup r;
-  try {
-    if (const char* file = std::getenv("KEEL_ERFCINV_COEFFICIENTS"); file && *file) {
-      r.tables = load(file, true);
-      r.description = file;
-      return r;
-    }
-    std::string dir;
-    if (const char* env = std::getenv("KEEL_CUDA_INCLUDE_DIR"); env && *env) dir = env;
-#ifdef KEEL_CUDA_INCLUDE_DIR
-    else
-      dir = KEEL_CUDA_INCLUDE_DIR;
-#endif
-    if (dir.empty()) {
-      r.description = fmt::format("erfcinv coefficients not found: {}; {}", k_hint, k_fallback);
-      return r;
-    }
-    const std::string path = dir + "/" + k_header_name;
-    if (!std::ifstream(path)) {
-      r.description = fmt::format("erfcinv coefficients not found: no {} ({}); {}", path, k_hint, k_fallback);
-      return r;
-    }
-    r.tables = load(path, false);
-    r.description = path;
-  } catch (const keel::error& e) {
-    r.tables.reset();
-    r.description = fmt::format("erfcinv coefficients unusable: {}; {}", e.what(), k_fallback);
-  }
-  return r;
+  return detail::find_toolkit_data<erfcinv_table_lookup>(
+      "KEEL_ERFCINV_COEFFICIENTS", k_header_name, "erfcinv coefficients", k_hint,
+      fmt::format("; {}", k_fallback),
+      [](std::istream& in, const std::string& path, bool keel_format) {
+        return keel_format ? read_erfcinv_tables(in, path) : parse_erfcinv_cuda_header(in, path);
+      });
 }
 
 const erfcinv_table_lookup& erfcinv_default_tables() {

@@ -4,16 +4,14 @@
 
 #include <cctype>
 #include <cerrno>
-#include <cstdlib>
-#include <fstream>
 #include <istream>
-#include <iterator>
 #include <ostream>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "keel/core/error.hpp"
+#include "toolkit_data.hpp"
 
 namespace keel::random {
 
@@ -167,19 +165,10 @@ class initializer_parser {
   std::size_t i_ = 0;
 };
 
-std::string slurp(std::istream& in) { return std::string(std::istreambuf_iterator<char>(in), {}); }
-
-std::shared_ptr<const mtgp32_tables> load(const std::string& path, bool keel_format) {
-  std::ifstream in(path);
-  if (!in) throw io_error(fmt::format("{}: cannot open", path));
-  return std::make_shared<const mtgp32_tables>(keel_format ? read_mtgp32_tables(in, path)
-                                                           : parse_mtgp32_cuda_header(in, path));
-}
-
 }  // namespace
 
 mtgp32_tables parse_mtgp32_cuda_header(std::istream& in, const std::string& source) {
-  initializer_parser parser(slurp(in), source);
+  initializer_parser parser(detail::slurp(in), source);
   const node root = parser.parse(k_array_name);
   mtgp32_tables t;
   t.source = source;
@@ -284,35 +273,11 @@ void write_mtgp32_tables(std::ostream& out, const mtgp32_tables& tables) {
 }
 
 mtgp32_table_lookup find_mtgp32_tables() {
-  mtgp32_table_lookup r;
-  try {
-    if (const char* file = std::getenv("KEEL_MTGP32_PARAMS"); file && *file) {
-      r.tables = load(file, true);
-      r.description = file;
-      return r;
-    }
-    std::string dir;
-    if (const char* env = std::getenv("KEEL_CUDA_INCLUDE_DIR"); env && *env) dir = env;
-#ifdef KEEL_CUDA_INCLUDE_DIR
-    else
-      dir = KEEL_CUDA_INCLUDE_DIR;
-#endif
-    if (dir.empty()) {
-      r.description = fmt::format("mtgp32 parameter sets not found: {}", k_hint);
-      return r;
-    }
-    const std::string path = dir + "/" + k_header_name;
-    if (!std::ifstream(path)) {
-      r.description = fmt::format("mtgp32 parameter sets not found: no {} ({})", path, k_hint);
-      return r;
-    }
-    r.tables = load(path, false);
-    r.description = path;
-  } catch (const keel::error& e) {
-    r.tables.reset();
-    r.description = fmt::format("mtgp32 parameter sets unusable: {}", e.what());
-  }
-  return r;
+  return detail::find_toolkit_data<mtgp32_table_lookup>(
+      "KEEL_MTGP32_PARAMS", k_header_name, "mtgp32 parameter sets", k_hint, "",
+      [](std::istream& in, const std::string& path, bool keel_format) {
+        return keel_format ? read_mtgp32_tables(in, path) : parse_mtgp32_cuda_header(in, path);
+      });
 }
 
 const mtgp32_table_lookup& mtgp32_default_tables() {

@@ -1,0 +1,68 @@
+// Internal: how keel finds the NVIDIA data it reads at run time instead of shipping it
+// (MTGP32's parameter sets, the double erfcinv's coefficients). The source is the file named
+// by an environment variable, in keel's own text format, or else a header of the CUDA
+// toolkit's include directory ($KEEL_CUDA_INCLUDE_DIR, else the one CMake found when keel was
+// configured), parsed as text: nothing of it is compiled in. A lookup never throws: a missing
+// or unusable source gives null tables and a one-line description of why.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <istream>
+#include <iterator>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+#include "keel/core/error.hpp"
+
+namespace keel::random::detail {
+
+inline std::string slurp(std::istream& in) {
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// Lookup is {std::shared_ptr<const T> tables; std::string description;}; read(in, path,
+// keel_format) returns a T or throws keel::error. `what` names the data in messages, `hint`
+// says what to set, `suffix` is appended to every failure (e.g. what happens without it).
+template <class Lookup, class Read>
+Lookup find_toolkit_data(const char* env_file, const char* header_name, std::string_view what,
+                         std::string_view hint, std::string_view suffix, Read read) {
+  using tables = std::remove_const_t<typename decltype(Lookup::tables)::element_type>;
+  Lookup r;
+  const auto fail = [&](const std::string& why) {
+    r.tables.reset();
+    r.description = fmt::format("{} {}{}", what, why, suffix);
+    return r;
+  };
+  try {
+    std::string path;
+    const char* file = std::getenv(env_file);
+    const bool keel_format = file && *file;
+    if (keel_format) {
+      path = file;
+    } else {
+      std::string dir;
+      if (const char* env = std::getenv("KEEL_CUDA_INCLUDE_DIR"); env && *env) dir = env;
+#ifdef KEEL_CUDA_INCLUDE_DIR
+      else
+        dir = KEEL_CUDA_INCLUDE_DIR;
+#endif
+      if (dir.empty()) return fail(fmt::format("not found: {}", hint));
+      path = dir + "/" + header_name;
+      if (!std::ifstream(path)) return fail(fmt::format("not found: no {} ({})", path, hint));
+    }
+    std::ifstream in(path);
+    if (!in) throw io_error(fmt::format("{}: cannot open", path));
+    r.tables = std::make_shared<const tables>(read(in, path, keel_format));
+    r.description = path;
+  } catch (const keel::error& e) {
+    return fail(fmt::format("unusable: {}", e.what()));
+  }
+  return r;
+}
+
+}  // namespace keel::random::detail
