@@ -9,6 +9,20 @@ parse_error::parse_error(const std::string& source, std::size_t line, std::size_
     : parse_error(fmt::format("{}:{}:{}: {}", source, line, column, message), source, line,
                   column, 0, message) {}
 
+parse_error parse_error::in_text(const std::string& source, std::string_view text,
+                                 std::size_t offset, const std::string& message) {
+  std::size_t line = 1, column = 1;
+  for (std::size_t k = 0; k < offset && k < text.size(); ++k) {
+    if (text[k] == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+  return parse_error(source, line, column, message);
+}
+
 parse_error parse_error::at_offset(const std::string& source, std::uint64_t offset,
                                    const std::string& message) {
   return parse_error(fmt::format("{}: byte {}: {}", source, offset, message), source, 0, 0,

@@ -169,16 +169,7 @@ class header_parser {
   }
 
   [[noreturn]] void fail(std::size_t at, const std::string& message) const {
-    std::size_t line = 1, col = 1;
-    for (std::size_t k = 0; k < at && k < text_.size(); ++k) {
-      if (text_[k] == '\n') {
-        ++line;
-        col = 1;
-      } else {
-        ++col;
-      }
-    }
-    throw parse_error(source_, line, col, message);
+    throw parse_error::in_text(source_, text_, at, message);
   }
 
  private:

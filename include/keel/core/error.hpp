@@ -13,6 +13,7 @@
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace keel {
 
@@ -53,6 +54,9 @@ class parse_error : public detail::error_of<std::runtime_error> {
   // Text input: "source:line:column: message".
   parse_error(const std::string& source, std::size_t line, std::size_t column,
               const std::string& message);
+  // Text input held whole: the line and column of byte `offset` of `text`.
+  static parse_error in_text(const std::string& source, std::string_view text, std::size_t offset,
+                             const std::string& message);
   // Binary input: "source: byte OFFSET: message".
   static parse_error at_offset(const std::string& source, std::uint64_t offset,
                                const std::string& message);

@@ -143,7 +143,7 @@ class shm_pair final : public pair {
       return h;
     }
     // An inline message: the header's tail held the payload; restore what it implies.
-    std::memcpy(&inline_header_, slot, k_inline_offset);
+    std::memcpy(static_cast<void*>(&inline_header_), slot, k_inline_offset);  // offset, message_bytes below
     inline_header_.flags &= static_cast<std::uint8_t>(~k_flag_inline);
     inline_header_.offset = 0;
     inline_header_.message_bytes = inline_header_.nbytes;
