@@ -66,16 +66,20 @@ local_job::local_job(int ranks, std::vector<std::string> argv,
   base["KEEL_COMM_JOB"] = id_;
   if (!log_dir.empty()) std::filesystem::create_directories(log_dir);
   std::vector<int> allowed;
-  if (bind) {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    if (::sched_getaffinity(0, sizeof set, &set) == 0) {
-      for (int c = 0; c < CPU_SETSIZE; ++c) {
-        if (CPU_ISSET(c, &set)) allowed.push_back(c);
-      }
+  cpu_set_t inherited;
+  CPU_ZERO(&inherited);
+  if (bind && ::sched_getaffinity(0, sizeof inherited, &inherited) == 0) {
+    for (int c = 0; c < CPU_SETSIZE; ++c) {
+      if (CPU_ISSET(c, &inherited)) allowed.push_back(c);
     }
     if (static_cast<std::size_t>(ranks) > allowed.size()) allowed.clear();
   }
+  const auto pin_spawning_thread = [](int cpu) {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    return ::sched_setaffinity(0, sizeof one, &one) == 0;
+  };
   for (int r = 0; r < ranks; ++r) {
     base["RANK"] = std::to_string(r);
     base["LOCAL_RANK"] = std::to_string(r);
@@ -94,11 +98,15 @@ local_job::local_job(int ranks, std::vector<std::string> argv,
       posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
       posix_spawn_file_actions_adddup2(&actions, 1, 2);
     }
+    // Pinned by spawning from this thread bound to the rank's CPU (a child inherits the
+    // spawning thread's mask): pinning the pid after the spawn races with the rank's first steps.
+    const bool pin = !allowed.empty() && pin_spawning_thread(allowed[static_cast<std::size_t>(r)]);
     pid_t pid = 0;
     const int rc = argv[0].find('/') == std::string::npos
                        ? posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), envp.data())
                        : posix_spawn(&pid, args[0], &actions, nullptr, args.data(), envp.data());
     posix_spawn_file_actions_destroy(&actions);
+    if (pin) ::sched_setaffinity(0, sizeof inherited, &inherited);
     if (rc != 0) {
       for (pid_t p : pids_) ::kill(p, SIGKILL);
       wait(std::chrono::milliseconds(0));
@@ -106,14 +114,7 @@ local_job::local_job(int ranks, std::vector<std::string> argv,
     }
     pids_.push_back(pid);
     done_.push_back(false);
-    cpus_.push_back(-1);
-    if (!allowed.empty()) {
-      // Pinned right after the spawn, before the rank gets to its communicator.
-      cpu_set_t one;
-      CPU_ZERO(&one);
-      CPU_SET(allowed[static_cast<std::size_t>(r)], &one);
-      if (::sched_setaffinity(pid, sizeof one, &one) == 0) cpus_.back() = allowed[static_cast<std::size_t>(r)];
-    }
+    cpus_.push_back(pin ? allowed[static_cast<std::size_t>(r)] : -1);
   }
 }
 
