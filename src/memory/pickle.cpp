@@ -91,18 +91,8 @@ value value::item(std::size_t i) const {
   return value(doc_, doc_->children_[n.a + 2 * i + 1]);
 }
 
-std::pair<std::size_t, std::size_t> document::line_column(std::uint64_t offset) const {
-  std::size_t line = 1, column = 1;
-  const std::size_t end = std::min<std::size_t>(offset, text_copy_.size());
-  for (std::size_t i = 0; i < end; ++i) {
-    if (text_copy_[i] == '\n') {
-      ++line;
-      column = 1;
-    } else {
-      ++column;
-    }
-  }
-  return {line, column};
+parse_error document::text_error(std::uint64_t offset, const std::string& message) const {
+  return parse_error::in_text(source_, text_copy_, static_cast<std::size_t>(offset), message);
 }
 
 namespace detail {
@@ -642,8 +632,7 @@ class json_reader {
   }
 
   [[noreturn]] void fail_at(std::size_t offset, const std::string& message) {
-    const auto [line, column] = doc_.line_column(offset);
-    throw parse_error(doc_.source_, line, column, message);
+    throw doc_.text_error(offset, message);
   }
   template <class... A>
   [[noreturn]] void fail(fmt::format_string<A...> f, A&&... args) {

@@ -117,10 +117,7 @@ class converter {
 
   [[noreturn]] void fail(const value& at, const std::string& message) const {
     const std::string text = fmt::format("{}: {}", where(), message);
-    if (doc_.is_text()) {
-      const auto [line, column] = doc_.line_column(at.offset());
-      throw parse_error(doc_.source(), line, column, text);
-    }
+    if (doc_.is_text()) throw doc_.text_error(at.offset(), text);
     throw parse_error::at_offset(doc_.source(), at.offset(), text);
   }
 

@@ -37,6 +37,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "keel/core/error.hpp"
 #include "keel/memory/detail/huge_page_allocator.hpp"
 
 namespace keel::memory::pickle {
@@ -104,8 +105,9 @@ class document {
   // True when offsets are positions in JSON text (parse_json), so that errors can be
   // reported as line:column.
   bool is_text() const noexcept { return text_; }
-  // 1-based line and column of a byte offset in the JSON text this document was read from.
-  std::pair<std::size_t, std::size_t> line_column(std::uint64_t offset) const;
+  // The error "source:line:column: message" for a byte offset in the JSON text this document
+  // was read from.
+  parse_error text_error(std::uint64_t offset, const std::string& message) const;
 
   struct node {
     kind type;
