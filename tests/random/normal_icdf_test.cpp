@@ -1,8 +1,8 @@
 // cuRAND's inverse-CDF normals as keel computes them (src/random/normal_icdf.hpp): the float
 // nearest to erfcinv and the fast path's error, keel's own double erfcinv, and libcurand's
 // (with the coefficients, when they are available) against a bisection in long double on a
-// sweep of the inputs 32-bit words produce; signs and zeros; the vector doubles against the
-// scalar ones. Equality with libcurand's values is tested through the generators
+// sweep of the inputs 32-bit words produce; signs and zeros; the vector floats and doubles
+// against the scalar ones. Equality with libcurand's values is tested through the generators
 // (curand_match_test.cpp, golden file).
 #include <gtest/gtest.h>
 
@@ -92,24 +92,35 @@ TEST(random_normal_icdf, curand_double_erfcinv_is_accurate) {
 
 // The vector doubles write the scalar function's bits at every SIMD level this CPU has, for
 // any count (a vector prefix, then a scalar remainder).
-TEST(random_normal_icdf, vector_doubles_equal_scalar_ones) {
+// The vector kernels of every SIMD level against the scalar values, over lengths that leave
+// scalar heads and tails.
+template <class T, class Scalar, class Vector>
+void expect_vectors_equal_scalar(Scalar scalar, Vector vector) {
   namespace simd = kd::simd;
   std::vector<std::uint32_t> w = sweep_words(3000, 65521);
   for (std::uint32_t x : sweep_words(3000, 65521)) w.push_back(~x);
-  std::vector<double> expect(w.size());
-  for (std::size_t i = 0; i < w.size(); ++i) expect[i] = kd::normal_icdf_double(w[i]);
+  std::vector<T> expect(w.size());
+  for (std::size_t i = 0; i < w.size(); ++i) expect[i] = scalar(w[i]);
   const simd::level saved = simd::active_level();
   for (const auto l : {simd::level::scalar, simd::level::avx2, simd::level::avx512}) {
     simd::force_level(l);
     if (simd::active_level() != l) continue;
     for (std::size_t n : {w.size(), std::size_t{1}, std::size_t{37}, std::size_t{2049}}) {
-      std::vector<double> z(n);
-      kd::normal_icdf_doubles(w.data(), n, z.data());
+      std::vector<T> z(n);
+      vector(w.data(), n, z.data());
       for (std::size_t i = 0; i < n; ++i)
-        ASSERT_EQ(std::memcmp(&z[i], &expect[i], sizeof(double)), 0) << "level " << static_cast<int>(l) << ", word " << w[i];
+        ASSERT_EQ(std::memcmp(&z[i], &expect[i], sizeof(T)), 0) << "level " << static_cast<int>(l) << ", word " << w[i];
     }
   }
   simd::force_level(saved);
+}
+
+TEST(random_normal_icdf, vector_doubles_equal_scalar_ones) {
+  expect_vectors_equal_scalar<double>(kd::normal_icdf_double, kd::normal_icdf_doubles);
+}
+
+TEST(random_normal_icdf, vector_floats_equal_scalar_ones) {
+  expect_vectors_equal_scalar<float>(kd::normal_icdf_float, kd::normal_icdf_floats);
 }
 
 // Every word below 4096 and every 9973rd up to 2^31 (both branches, every binade). The fast
