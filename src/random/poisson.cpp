@@ -46,10 +46,11 @@ std::vector<double> poisson_terms(double lambda, std::uint32_t& first) {
 //     drops below a is replaced by the next rich entry below it and is itself settled by a
 //     later sweep. Sweeps repeat until one settles nothing. Untouched entries keep
 //     V_i = (i + 1)*a, alias_i = i.
-//  3. Sampling: u = (w + 1) * 2^-32, j = floor(n u), count = u < V_j ? first + j : first + alias_j.
-//     Both are exact on integers: n (w + 1) < 2^44, and u < V_j <=> w < ceil(V_j 2^32) - 1,
-//     the cell's threshold.
-poisson_table::poisson_table(double lambda) : lambda_(lambda) {
+//  3. Sampling: u = (w + 1) * 2^-32 (MT19937: (w + 0.5) * 2^-32), j = floor(n u), count =
+//     u < V_j ? first + j : first + alias_j. Both are exact on integers: n (2 w + 2) < 2^46,
+//     and u < V_j <=> w < ceil(V_j 2^32) - 1 (MT19937: ceil(V_j 2^32 - 0.5)), the cell's
+//     threshold.
+poisson_table::poisson_table(double lambda, uniform u) : lambda_(lambda), uniform_(u) {
   if (!(lambda > 0 && lambda < k_poisson_table_limit))
     throw invalid_argument("keel::random::poisson_table: lambda " + std::to_string(lambda) +
                            " is outside (0, 2000)");
@@ -86,7 +87,8 @@ poisson_table::poisson_table(double lambda) : lambda_(lambda) {
   }
   cells_.resize(n + 1);
   for (std::size_t i = 0; i < n; ++i) {
-    const double t = std::ceil(v[i] * 0x1p32) - 1.0;
+    // u < V_i as a word: w + 1 < V_i 2^32, or w + 0.5 < V_i 2^32 (V_i 2^32 - 0.5 is exact).
+    const double t = u == uniform::plus_one ? std::ceil(v[i] * 0x1p32) - 1.0 : std::ceil(v[i] * 0x1p32 - 0.5);
     cells_[i].threshold = t <= 0 ? 0u : t >= 0x1p32 - 1 ? 0xffffffffu : static_cast<std::uint32_t>(t);
     cells_[i].alias = first_ + alias[i];
   }
@@ -138,7 +140,7 @@ void map_scalar(const poisson_table& t, std::uint32_t* w, std::size_t n) {
 }
 
 #if defined(__x86_64__)
-// Four words per step: j = (n w + n) >> 32 in 64-bit lanes, one gather of the cells
+// Four words per step: j = (n w + n) >> 32 (or (2 n w + n) >> 33) in 64-bit lanes, one gather of the cells
 // {threshold, alias}, then first + j where w < threshold, alias elsewhere. Also the AVX-512
 // level's kernel: 512-bit gathers were slower (AMD EPYC of the reference machine, 0.9-1.2
 // against 0.8 ns per word; scalar 1.1-1.3).
@@ -147,10 +149,13 @@ __attribute__((target("avx2"))) void map_avx2(const poisson_table& t, std::uint3
   const __m256i size = _mm256_set1_epi64x(t.size()), first = _mm256_set1_epi64x(t.first());
   const __m256i low = _mm256_set1_epi64x(0xffffffffll), all = _mm256_set1_epi64x(-1);
   const __m256i even = _mm256_setr_epi32(0, 2, 4, 6, 0, 0, 0, 0);
+  const bool half = t.convention() == poisson_table::uniform::plus_half;
   std::size_t i = 0;
   for (; i + 4 <= n; i += 4) {
     const __m256i x = _mm256_cvtepu32_epi64(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + i)));
-    const __m256i j = _mm256_srli_epi64(_mm256_add_epi64(_mm256_mul_epu32(x, size), size), 32);
+    const __m256i sx = _mm256_mul_epu32(x, size);
+    const __m256i j = half ? _mm256_srli_epi64(_mm256_add_epi64(_mm256_slli_epi64(sx, 1), size), 33)
+                           : _mm256_srli_epi64(_mm256_add_epi64(sx, size), 32);
     const __m256i c = _mm256_mask_i64gather_epi64(_mm256_setzero_si256(), cells, j, all, 8);
     // Both sides are below 2^32, so the signed 64-bit comparison is the unsigned one.
     const __m256i own = _mm256_cmpgt_epi64(_mm256_and_si256(c, low), x);
@@ -228,7 +233,9 @@ status generate_poisson(engine& e, rng_type type, poisson_cache& cache, std::uin
   if (method == poisson_method::table || method == poisson_method::inversion) {
     if (const status s = e.generate(request{kind::u32, out, n, 0.0, 1.0, threads}); s != status::success) return s;
     if (method == poisson_method::table) {
-      if (!cache.table || cache.table->lambda() != lambda) cache.table = std::make_unique<const poisson_table>(lambda);
+      const auto u = type == rng_type::mt19937 ? poisson_table::uniform::plus_half : poisson_table::uniform::plus_one;
+      if (!cache.table || cache.table->lambda() != lambda || cache.table->convention() != u)
+        cache.table = std::make_unique<const poisson_table>(lambda, u);
       each_chunk([&](std::size_t b, std::size_t end) { cache.table->map(out + b, end - b); });
     } else {
       if (!cache.inversion || cache.inversion->lambda() != lambda)

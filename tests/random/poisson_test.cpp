@@ -113,8 +113,10 @@ TEST(random_poisson, table_range_is_libcurands) {
 // words and on every cell's edges.
 TEST(random_poisson, table_map_equals_scalar_lookup) {
   std::mt19937_64 rng(7);
+  using u = kr::poisson_table::uniform;
+  for (const auto convention : {u::plus_one, u::plus_half})
   for (double lambda : {1e-3, 2.0, 100.0, 1999.5}) {
-    const kr::poisson_table t(lambda);
+    const kr::poisson_table t(lambda, convention);
     std::vector<std::uint32_t> w = {0u, 1u, 0xfffffffeu, 0xffffffffu};
     for (const auto& c : t.cells())
       for (std::uint32_t d : {0u, 1u, 2u}) w.push_back(c.threshold - d);
@@ -123,6 +125,15 @@ TEST(random_poisson, table_map_equals_scalar_lookup) {
     t.map(mapped.data(), mapped.size());
     for (std::size_t i = 0; i < w.size(); ++i) ASSERT_EQ(mapped[i], t(w[i])) << lambda << " word " << w[i];
   }
+}
+
+// MT19937's table draws u = (w + 0.5) 2^-32: the word libcurand's MT19937 (seed 0) gives as
+// its 536,791st, 1740452512, lies n 2^-33 above a cell boundary of the lambda 1999 table
+// (n u = 1379.00000013 with w + 1, 1378.9999996 with w + 0.5); libcurand returns 1913 for it.
+TEST(random_poisson, mt19937_table_draws_the_half_step_uniform) {
+  using u = kr::poisson_table::uniform;
+  EXPECT_EQ(kr::poisson_table(1999.0, u::plus_half)(1740452512u), 1913u);
+  EXPECT_EQ(kr::poisson_table(1999.0, u::plus_one)(1740452512u), 1928u);
 }
 
 // The inversion against its definition, computed directly: the smallest count whose running

@@ -4,9 +4,9 @@
 // libcurand picks a method by generator and lambda (poisson_method_for has the thresholds):
 //  * the square histogram (Marsaglia, Tsang & Wang's "Method II", an alias table) over every k
 //    whose probability exp(k log(lambda) - lambda - log k!) does not underflow; one 32-bit
-//    word w of the generator per output, with u = (w + 1) * 2^-32. poisson_table is that
-//    table, built with libcurand's own pairing and rounding so that every word maps to the
-//    same count.
+//    word w of the generator per output, with u = (w + 1) * 2^-32 (MT19937: its own uniform,
+//    u = (w + 0.5) * 2^-32). poisson_table is that table, built with libcurand's own pairing
+//    and rounding so that every word maps to the same count.
 //  * inversion (MTGP32 and Sobol', moderate lambda): the smallest count whose cumulative
 //    probability, summed over the same terms, is at least u = (w + 1) * 2^-32, one word per
 //    output. poisson_inversion is that search.
@@ -78,18 +78,23 @@ constexpr std::uint32_t poisson_nan_count(rng_type type) noexcept {
 
 class poisson_table {
  public:
+  // How a word becomes the table's uniform: u = (w + 1) * 2^-32, or (w + 0.5) * 2^-32 (MT19937).
+  enum class uniform { plus_one, plus_half };
   // Builds libcurand's table for lambda. Throws keel::invalid_argument unless
   // 0 < lambda < k_poisson_table_limit.
-  explicit poisson_table(double lambda);
+  explicit poisson_table(double lambda, uniform u = uniform::plus_one);
 
   double lambda() const noexcept { return lambda_; }
+  uniform convention() const noexcept { return uniform_; }
   // The smallest count the table can return and the number of counts (cells) it covers.
   std::uint32_t first() const noexcept { return first_; }
   std::size_t size() const noexcept { return size_; }
 
   // The count libcurand returns for the 32-bit word w.
   std::uint32_t operator()(std::uint32_t w) const noexcept {
-    const std::uint64_t j = (std::uint64_t{size_} * w + size_) >> 32;  // floor(size * (w + 1) / 2^32)
+    // floor(size * u): floor(size (w + 1) / 2^32), or floor(size (2 w + 1) / 2^33).
+    const std::uint64_t sw = std::uint64_t{size_} * w;
+    const std::uint64_t j = uniform_ == uniform::plus_one ? (sw + size_) >> 32 : (2 * sw + size_) >> 33;
     const cell c = cells_[j];
     return w < c.threshold ? first_ + static_cast<std::uint32_t>(j) : c.alias;
   }
@@ -99,7 +104,7 @@ class poisson_table {
   void map(std::uint32_t* words, std::size_t n) const noexcept;
 
   // Cell j: words below `threshold` give first() + j, the others `alias`. Cell size() holds
-  // the word 2^32 - 1 alone (u = 1), for which libcurand returns first().
+  // the word 2^32 - 1 alone when u = 1 (plus_one), for which libcurand returns first().
   struct cell {
     std::uint32_t threshold;
     std::uint32_t alias;
@@ -108,6 +113,7 @@ class poisson_table {
 
  private:
   double lambda_;
+  uniform uniform_;
   std::uint32_t first_ = 0;
   std::uint32_t size_ = 0;
   std::vector<cell> cells_;
