@@ -81,27 +81,9 @@ void convert(const request& r, const std::uint32_t* w, std::size_t n, std::size_
       for (std::size_t i = 0; i < n; ++i) o[i] = uniform_double_32_mid(w[i]);
       return;
     }
-    case kind::normal:
-    case kind::log_normal: {
-      float* o = static_cast<float*>(r.out) + at;
-      normal_icdf_floats(w, n, o);
-      const float mean = static_cast<float>(r.mean), sd = static_cast<float>(r.stddev);
-      if (r.what == kind::normal)
-        for (std::size_t i = 0; i < n; ++i) o[i] = o[i] * sd + mean;
-      else
-        for (std::size_t i = 0; i < n; ++i) o[i] = ::expf(mean + sd * o[i]);
+    default:
+      normal_icdf_distribution(r, w, n, at);
       return;
-    }
-    case kind::normal_double:
-    case kind::log_normal_double: {
-      double* o = static_cast<double*>(r.out) + at;
-      normal_icdf_doubles(w, n, o);
-      if (r.what == kind::normal_double)
-        for (std::size_t i = 0; i < n; ++i) o[i] = o[i] * r.stddev + r.mean;
-      else
-        for (std::size_t i = 0; i < n; ++i) o[i] = ::exp(r.mean + r.stddev * o[i]);
-      return;
-    }
   }
 }
 

@@ -9,6 +9,7 @@
 #include <optional>
 #include <vector>
 
+#include "engine.hpp"
 #include "keel/random/erfcinv_tables.hpp"
 #include "simd.hpp"
 
@@ -258,6 +259,33 @@ void normal_icdf_floats(const std::uint32_t* w, std::size_t n, float* z) {
     default: break;
   }
   for (std::size_t i = done; i < n; ++i) z[i] = normal_icdf_float(w[i]);
+}
+
+bool normal_icdf_distribution(const request& r, const std::uint32_t* w, std::size_t n, std::size_t at) {
+  switch (r.what) {
+    case kind::normal:
+    case kind::log_normal: {
+      const float mean = static_cast<float>(r.mean), sd = static_cast<float>(r.stddev);
+      float* out = static_cast<float*>(r.out) + at;
+      normal_icdf_floats(w, n, out);
+      if (r.what == kind::normal)
+        for (std::size_t i = 0; i < n; ++i) out[i] = out[i] * sd + mean;
+      else
+        for (std::size_t i = 0; i < n; ++i) out[i] = ::expf(out[i] * sd + mean);
+      return true;
+    }
+    case kind::normal_double:
+    case kind::log_normal_double: {
+      double* out = static_cast<double*>(r.out) + at;
+      normal_icdf_doubles(w, n, out);
+      if (r.what == kind::normal_double)
+        for (std::size_t i = 0; i < n; ++i) out[i] = out[i] * r.stddev + r.mean;
+      else
+        for (std::size_t i = 0; i < n; ++i) out[i] = ::exp(out[i] * r.stddev + r.mean);
+      return true;
+    }
+    default: return false;
+  }
 }
 
 }  // namespace keel::random::detail

@@ -71,6 +71,13 @@ inline float normal_icdf_float(std::uint32_t x) {
 // z[i] = normal_icdf_float(w[i]) for i < n, vectorized at the active SIMD level.
 void normal_icdf_floats(const std::uint32_t* w, std::size_t n, float* z);
 
+struct request;
+// MT19937's and Sobol's inverse-CDF distributions of the words w[0..n), into r.out from
+// index `at`: normal z * sd + mean (in float for floats) and log-normal exp of it, the floats
+// from normal_icdf_floats, the doubles from normal_icdf_doubles. False (nothing written) for
+// any other kind.
+bool normal_icdf_distribution(const request& r, const std::uint32_t* w, std::size_t n, std::size_t at);
+
 // Blair et al.'s polynomials for Horner's rule: coefficient k of t^k at [k], padded with zeros
 // above the degree and with the monic denominators' leading 1 written out (0 t + 0, 0 t + c
 // and 1 t + c are exact, so the sums are those of the unpadded polynomials).

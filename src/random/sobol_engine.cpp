@@ -66,33 +66,9 @@ void sobol_simd::convert_scalar(const request& r, const std::uint32_t* x, std::s
 
 namespace {
 
-// Normals: z * sd + mean (in float for floats) of the inverse-CDF normal z, exponentiated for
-// log-normals.
+// Normals: the inverse CDF (normal_icdf_distribution); the rest by SIMD level.
 void convert(const request& r, const std::uint32_t* x, std::size_t n, std::size_t at) {
-  switch (r.what) {
-    case kind::normal:
-    case kind::log_normal: {
-      const float mean = static_cast<float>(r.mean), sd = static_cast<float>(r.stddev);
-      float* out = static_cast<float*>(r.out) + at;
-      normal_icdf_floats(x, n, out);
-      if (r.what == kind::normal)
-        for (std::size_t i = 0; i < n; ++i) out[i] = out[i] * sd + mean;
-      else
-        for (std::size_t i = 0; i < n; ++i) out[i] = ::expf(out[i] * sd + mean);
-      return;
-    }
-    case kind::normal_double:
-    case kind::log_normal_double: {
-      double* out = static_cast<double*>(r.out) + at;
-      normal_icdf_doubles(x, n, out);
-      if (r.what == kind::normal_double)
-        for (std::size_t i = 0; i < n; ++i) out[i] = out[i] * r.stddev + r.mean;
-      else
-        for (std::size_t i = 0; i < n; ++i) out[i] = ::exp(out[i] * r.stddev + r.mean);
-      return;
-    }
-    default: break;
-  }
+  if (normal_icdf_distribution(r, x, n, at)) return;
   switch (simd::active_level()) {
     case simd::level::avx512: return sobol_simd::avx512::convert(r, x, n, at);
     case simd::level::avx2: return sobol_simd::avx2::convert(r, x, n, at);
