@@ -9,7 +9,6 @@
 #include <optional>
 #include <ostream>
 #include <span>
-#include <sstream>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -261,41 +260,35 @@ erfcinv_tables read_erfcinv_tables(std::istream& in, const std::string& source) 
   t.source = source;
   auto polys = polynomials(t);
   std::vector<bool> seen(polys.size());
-  std::size_t line_no = 0;
-  for (std::string line; std::getline(in, line);) {
-    ++line_no;
-    const std::size_t first = line.find_first_not_of(" \t\r");
-    if (first == std::string::npos || line[first] == '#') continue;
-    std::istringstream fields(line);
-    std::vector<std::string> f{std::istream_iterator<std::string>(fields), {}};
+  const std::size_t lines = detail::for_each_data_line(in, [&](const detail::data_line& l) {
+    const auto& f = l.fields;
+    const auto error_at = [&](std::size_t field, const std::string& m) {
+      return parse_error(source, l.number, l.column(field), m);
+    };
     std::size_t k = 0;
     while (k < polys.size() && f[0] != polys[k].first) ++k;
     if (k == polys.size())
-      throw parse_error(
-          source, line_no, first + 1,
-          fmt::format("'{}' is not a polynomial name (p18 q18 p39 q39 p59 q59)", f[0]));
-    if (seen[k])
-      throw parse_error(source, line_no, first + 1, fmt::format("{} appears twice", f[0]));
+      throw error_at(0,
+                     fmt::format("'{}' is not a polynomial name (p18 q18 p39 q39 p59 q59)", f[0]));
+    if (seen[k]) throw error_at(0, fmt::format("{} appears twice", f[0]));
     seen[k] = true;
     if (f.size() != polys[k].second.size() + 1)
-      throw parse_error(source, line_no, first + 1,
-                        fmt::format("{} has {} coefficients, expected {}", f[0], f.size() - 1,
+      throw error_at(0, fmt::format("{} has {} coefficients, expected {}", f[0], f.size() - 1,
                                     polys[k].second.size()));
     for (std::size_t j = 1; j < f.size(); ++j) {
       char* end = nullptr;
       errno = 0;
       const double v = std::strtod(f[j].c_str(), &end);
       if (*end != '\0' || errno != 0 || !std::isfinite(v))
-        throw parse_error(
-            source, line_no, line.find(f[j]) + 1,
-            fmt::format("coefficient {} of {} '{}' is not a finite number", j - 1, f[0], f[j]));
+        throw error_at(
+            j, fmt::format("coefficient {} of {} '{}' is not a finite number", j - 1, f[0], f[j]));
       polys[k].second[j - 1] = v;
     }
-  }
+  });
   for (std::size_t k = 0; k < polys.size(); ++k)
     if (!seen[k])
-      throw parse_error(source, line_no, 1, fmt::format("no line for {}", polys[k].first));
-  validate(t, [&](const std::string& m) { throw parse_error(source, line_no, 1, m); });
+      throw parse_error(source, lines, 1, fmt::format("no line for {}", polys[k].first));
+  validate(t, [&](const std::string& m) { throw parse_error(source, lines, 1, m); });
   return t;
 }
 

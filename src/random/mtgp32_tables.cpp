@@ -6,7 +6,6 @@
 #include <cerrno>
 #include <istream>
 #include <ostream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -203,16 +202,11 @@ mtgp32_tables parse_mtgp32_cuda_header(std::istream& in, const std::string& sour
 mtgp32_tables read_mtgp32_tables(std::istream& in, const std::string& source) {
   mtgp32_tables t;
   t.source = source;
-  std::size_t line_no = 0;
-  for (std::string line; std::getline(in, line);) {
-    ++line_no;
-    const std::size_t first = line.find_first_not_of(" \t\r");
-    if (first == std::string::npos || line[first] == '#') continue;
-    std::istringstream fields(line);
-    std::vector<std::string> f{std::istream_iterator<std::string>(fields), {}};
+  const std::size_t lines = detail::for_each_data_line(in, [&](const detail::data_line& l) {
+    const auto& f = l.fields;
     if (f.size() != 53)
       throw parse_error(
-          source, line_no, 1,
+          source, l.number, 1,
           fmt::format("{} fields, expected 53 (see keel/random/mtgp32_tables.hpp)", f.size()));
     auto number = [&](std::size_t k, int base) {
       const char* s = f[k].c_str();
@@ -221,7 +215,7 @@ mtgp32_tables read_mtgp32_tables(std::istream& in, const std::string& source) {
       const unsigned long long v = std::strtoull(s, &end, base);
       if (*s == '-' || *end != '\0' || errno != 0 || (base == 16 && v > 0xffffffffull) ||
           (base == 10 && v > 1u << 20))
-        throw parse_error(source, line_no, line.find(f[k]) + 1,
+        throw parse_error(source, l.number, l.column(k),
                           fmt::format("field {} '{}' is not a {} number", k + 1, f[k],
                                       base == 16 ? "hexadecimal 32-bit" : "decimal"));
       return v;
@@ -237,12 +231,12 @@ mtgp32_tables read_mtgp32_tables(std::istream& in, const std::string& source) {
       p.tmp_tbl[j] = static_cast<std::uint32_t>(number(21 + j, 16));
       p.flt_tmp_tbl[j] = static_cast<std::uint32_t>(number(37 + j, 16));
     }
-    validate(p, mexp, [&](const std::string& m) { throw parse_error(source, line_no, 1, m); });
+    validate(p, mexp, [&](const std::string& m) { throw parse_error(source, l.number, 1, m); });
     t.sets.push_back(p);
-  }
+  });
   if (t.sets.size() != static_cast<std::size_t>(k_mtgp32_param_sets))
     throw parse_error(
-        source, line_no, 1,
+        source, lines, 1,
         fmt::format("{} parameter sets, expected {}", t.sets.size(), k_mtgp32_param_sets));
   return t;
 }

@@ -13,9 +13,12 @@
 #include <istream>
 #include <iterator>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "keel/core/error.hpp"
 
@@ -23,6 +26,29 @@ namespace keel::random::detail {
 
 inline std::string slurp(std::istream& in) {
   return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// One line of keel's text format: its whitespace-separated fields, the line itself (to find a
+// field's column) and its 1-based number.
+struct data_line {
+  std::vector<std::string> fields;
+  std::string text;
+  std::size_t number = 0;
+  std::size_t column(std::size_t field) const { return text.find(fields[field]) + 1; }
+};
+
+// Calls on_line(const data_line&) for every line of `in` that is neither blank nor a '#'
+// comment; returns the number of lines read (for messages about what is missing at the end).
+template <class OnLine>
+std::size_t for_each_data_line(std::istream& in, OnLine on_line) {
+  data_line l;
+  for (; std::getline(in, l.text);) {
+    ++l.number;
+    std::istringstream fields(l.text);
+    l.fields.assign(std::istream_iterator<std::string>(fields), {});
+    if (!l.fields.empty() && l.fields[0][0] != '#') on_line(std::as_const(l));
+  }
+  return l.number;
 }
 
 // Lookup is {std::shared_ptr<const T> tables; std::string description;}; read(in, path,
