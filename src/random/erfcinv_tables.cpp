@@ -263,7 +263,7 @@ erfcinv_tables read_erfcinv_tables(std::istream& in, const std::string& source) 
   const std::size_t lines = detail::for_each_data_line(in, [&](const detail::data_line& l) {
     const auto& f = l.fields;
     const auto error_at = [&](std::size_t field, const std::string& m) {
-      return parse_error(source, l.number, l.column(field), m);
+      return parse_error(source, l.number, l.columns[field], m);
     };
     std::size_t k = 0;
     while (k < polys.size() && f[0] != polys[k].first) ++k;

@@ -215,7 +215,7 @@ mtgp32_tables read_mtgp32_tables(std::istream& in, const std::string& source) {
       const unsigned long long v = std::strtoull(s, &end, base);
       if (*s == '-' || *end != '\0' || errno != 0 || (base == 16 && v > 0xffffffffull) ||
           (base == 10 && v > 1u << 20))
-        throw parse_error(source, l.number, l.column(k),
+        throw parse_error(source, l.number, l.columns[k],
                           fmt::format("field {} '{}' is not a {} number", k + 1, f[k],
                                       base == 16 ? "hexadecimal 32-bit" : "decimal"));
       return v;

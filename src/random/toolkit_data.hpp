@@ -8,12 +8,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <istream>
 #include <iterator>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -28,24 +28,30 @@ inline std::string slurp(std::istream& in) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-// One line of keel's text format: its whitespace-separated fields, the line itself (to find a
-// field's column) and its 1-based number.
+// One line of keel's text format: its whitespace-separated fields, where each starts (its
+// 1-based column) and the line's 1-based number.
 struct data_line {
   std::vector<std::string> fields;
-  std::string text;
+  std::vector<std::size_t> columns;
   std::size_t number = 0;
-  std::size_t column(std::size_t field) const { return text.find(fields[field]) + 1; }
 };
 
 // Calls on_line(const data_line&) for every line of `in` that is neither blank nor a '#'
 // comment; returns the number of lines read (for messages about what is missing at the end).
 template <class OnLine>
 std::size_t for_each_data_line(std::istream& in, OnLine on_line) {
+  constexpr std::string_view space = " \t\r\v\f";
   data_line l;
-  for (; std::getline(in, l.text);) {
+  for (std::string text; std::getline(in, text);) {
     ++l.number;
-    std::istringstream fields(l.text);
-    l.fields.assign(std::istream_iterator<std::string>(fields), {});
+    l.fields.clear();
+    l.columns.clear();
+    for (std::size_t at = text.find_first_not_of(space); at != std::string::npos;) {
+      const std::size_t end = std::min(text.find_first_of(space, at), text.size());
+      l.fields.push_back(text.substr(at, end - at));
+      l.columns.push_back(at + 1);
+      at = text.find_first_not_of(space, end);
+    }
     if (!l.fields.empty() && l.fields[0][0] != '#') on_line(std::as_const(l));
   }
   return l.number;

@@ -51,18 +51,22 @@ std::string horner(const C& c, char var, bool monic, bool tight) {
 }
 
 std::string block(const char* label, bool line_comment) {
-  return line_comment ? fmt::format("    // Blair, Edwards, Johnson. {}\n", label)
-                      : fmt::format("    /* Based on: Blair, Edwards, Johnson, Math. Comp. 30 (1976). {}\n     */\n", label);
+  return line_comment
+             ? fmt::format("    // Blair, Edwards, Johnson. {}\n", label)
+             : fmt::format(
+                   "    /* Based on: Blair, Edwards, Johnson, Math. Comp. 30 (1976). {}\n     */\n",
+                   label);
 }
 
 // A header in the layout of the toolkit's crt/math_functions.hpp: declarations and a float
 // overload first, then double erfinv (Tables 59, 39, 18) and erfcinv (Table 59 and one more).
 std::string header_of(const kr::erfcinv_tables& t, bool variant = false) {
-  std::string s = "#pragma once\n/* erfinv(x), erfcinv(x): double versions below */\n"
-                  "extern double erfinv(double);\n"
-                  "static inline float erfinv(const float a) { return erfinvf(a); }\n\n"
-                  "__func__(double erfinv(const double a))\n{\n  double p, q, t, fa;\n  fa = fabs(a);\n"
-                  "  if (fa >= 1.0) {\n    t = a * exp(1000.0);\n  } else if (fa >= 0.9375) {\n";
+  std::string s =
+      "#pragma once\n/* erfinv(x), erfcinv(x): double versions below */\n"
+      "extern double erfinv(double);\n"
+      "static inline float erfinv(const float a) { return erfinvf(a); }\n\n"
+      "__func__(double erfinv(const double a))\n{\n  double p, q, t, fa;\n  fa = fabs(a);\n"
+      "  if (fa >= 1.0) {\n    t = a * exp(1000.0);\n  } else if (fa >= 0.9375) {\n";
   s += block("Table 59", variant);
   s += "    t = log1p(-fa);\n    t = 1.0 / sqrt(-t);\n";
   s += horner(t.p59, 'p', false, variant) + horner(t.q59, 'q', true, variant);
@@ -82,7 +86,8 @@ std::string header_of(const kr::erfcinv_tables& t, bool variant = false) {
   s += horner(t.p59, 'p', false, variant) + horner(t.q59, 'q', true, variant);
   s += "    t = p / (q * t);\n  } else {\n    double p, q;\n";
   s += block("Table 82", variant);
-  s += "    t = log(a);\n    p = 1.5;\n    p = p * t + 2.5;\n    q = t + 3.5;\n    t = p / (q * t);\n  }\n"
+  s += "    t = log(a);\n    p = 1.5;\n    p = p * t + 2.5;\n    q = t + 3.5;\n    t = p / (q * "
+       "t);\n  }\n"
        "  return t;\n}\n";
   return s;
 }
@@ -105,10 +110,12 @@ std::optional<keel::parse_error> error_of(const std::string& text, Parse&& parse
   return std::nullopt;
 }
 std::optional<keel::parse_error> header_error(const std::string& text) {
-  return error_of(text, [](std::istream& in, const std::string& s) { kr::parse_erfcinv_cuda_header(in, s); });
+  return error_of(
+      text, [](std::istream& in, const std::string& s) { kr::parse_erfcinv_cuda_header(in, s); });
 }
 std::optional<keel::parse_error> text_error(const std::string& text) {
-  return error_of(text, [](std::istream& in, const std::string& s) { kr::read_erfcinv_tables(in, s); });
+  return error_of(text,
+                  [](std::istream& in, const std::string& s) { kr::read_erfcinv_tables(in, s); });
 }
 
 void expect_error(const std::optional<keel::parse_error>& e, const std::string& what) {
@@ -137,7 +144,8 @@ struct scoped_env {
 };
 
 bool same(const kr::erfcinv_tables& a, const kr::erfcinv_tables& b) {
-  return a.p18 == b.p18 && a.q18 == b.q18 && a.p39 == b.p39 && a.q39 == b.q39 && a.p59 == b.p59 && a.q59 == b.q59;
+  return a.p18 == b.p18 && a.q18 == b.q18 && a.p39 == b.p39 && a.q39 == b.q39 && a.p59 == b.p59 &&
+         a.q59 == b.q59;
 }
 
 }  // namespace
@@ -167,8 +175,9 @@ TEST(random_erfcinv_tables, malformed_headers_are_one_line_errors) {
   expect_error(header_error("int x;"), "no definition of 'double erfinv(...)'");
   // A Horner line missing or unreadable: the count is wrong.
   const std::string p39_line = fmt::format("    p = p * t - {:.17g};\n", -made_up().p39[3]);
-  expect_error(header_error(without(p39_line)), "Table 39 of erfinv: 8 numerator and 8 denominator coefficients, "
-                                                "expected 9 and 8");
+  expect_error(header_error(without(p39_line)),
+               "Table 39 of erfinv: 8 numerator and 8 denominator coefficients, "
+               "expected 9 and 8");
   std::string suffixed = good;
   suffixed.insert(suffixed.find(';', suffixed.find(p39_line)), "f");
   expect_error(header_error(suffixed), "Table 39 of erfinv: 5 numerator");
@@ -208,6 +217,10 @@ TEST(random_erfcinv_tables, text_format_errors_name_the_line) {
     expect_error(e, what);
     if (e) EXPECT_EQ(e->line(), 3u) << e->what();
   }
+  // The column is the field's own, not that of an earlier field holding the same text.
+  const auto tabbed = text_error(with_line3("p18\t1 2 3 4 5 6 p\n"));
+  expect_error(tabbed, "coefficient 6 of p18 'p'");
+  if (tabbed) EXPECT_EQ(tabbed->column(), 17u) << tabbed->what();
   const auto twice = text_error(with_line3(first + first));
   expect_error(twice, "p18 appears twice");
   if (twice) EXPECT_EQ(twice->line(), 4u) << twice->what();
@@ -221,8 +234,12 @@ TEST(random_erfcinv_tables, a_changed_coefficient_is_caught) {
   for (std::size_t poly = 0; poly < 6; ++poly)
     for (std::size_t k = 0;; ++k) {
       kr::erfcinv_tables t = *real_tables();
-      std::array<std::pair<double*, std::size_t>, 6> all = {{{t.p18.data(), 7}, {t.q18.data(), 7}, {t.p39.data(), 9},
-                                                            {t.q39.data(), 8}, {t.p59.data(), 11}, {t.q59.data(), 10}}};
+      std::array<std::pair<double*, std::size_t>, 6> all = {{{t.p18.data(), 7},
+                                                             {t.q18.data(), 7},
+                                                             {t.p39.data(), 9},
+                                                             {t.q39.data(), 8},
+                                                             {t.p59.data(), 11},
+                                                             {t.q59.data(), 10}}};
       if (k == all[poly].second) break;
       all[poly].first[k] = -all[poly].first[k];
       expect_error(text_error(text_of(t)), "the tables give erfcinv(");
@@ -236,7 +253,8 @@ TEST(random_erfcinv_tables, lookup_follows_the_environment) {
     const auto missing = kr::find_erfcinv_tables();
     EXPECT_FALSE(missing.tables);
     EXPECT_NE(missing.description.find("cannot open"), std::string::npos) << missing.description;
-    EXPECT_NE(missing.description.find("keel's own erfcinv"), std::string::npos) << missing.description;
+    EXPECT_NE(missing.description.find("keel's own erfcinv"), std::string::npos)
+        << missing.description;
   }
   {
     scoped_env file("KEEL_ERFCINV_COEFFICIENTS", nullptr);
