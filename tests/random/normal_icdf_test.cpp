@@ -90,10 +90,8 @@ TEST(random_normal_icdf, curand_double_erfcinv_is_accurate) {
   RecordProperty("curand_double_worst_ulps", std::to_string(worst));
 }
 
-// The vector doubles write the scalar function's bits at every SIMD level this CPU has, for
+// The vector kernels write the scalar function's bits at every SIMD level this CPU has, for
 // any count (a vector prefix, then a scalar remainder).
-// The vector kernels of every SIMD level against the scalar values, over lengths that leave
-// scalar heads and tails.
 template <class T, class Scalar, class Vector>
 void expect_vectors_equal_scalar(Scalar scalar, Vector vector) {
   namespace simd = kd::simd;
