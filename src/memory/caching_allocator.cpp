@@ -257,6 +257,7 @@ class caching_allocator::impl {
   std::vector<std::uint64_t> import_segments(const std::vector<imported_segment>& segments) {
     std::lock_guard lock(mutex_);
     std::vector<std::uint64_t> live_addresses;
+    std::vector<std::pair<std::size_t, std::vector<const imported_segment*>>> ranges;  // by number
     for (const imported_segment& seg : segments) {
       std::size_t sum = 0;
       for (const imported_block& ib : seg.blocks) sum += ib.size;
@@ -264,12 +265,14 @@ class caching_allocator::impl {
         throw invalid_argument(fmt::format("import: blocks sum to {} but the segment holds {}", sum,
                                            seg.total_size));
       }
-      const std::optional<std::uint64_t> base = backend_.allocate_segment(seg.total_size);
-      if (!base) {
-        throw out_of_memory(fmt::format("CUDA out of memory. The starting state needs a segment of "
-                                        "{} and only {} is free.", format_size(seg.total_size),
-                                        format_size(backend_.free_bytes())));
+      if (seg.expandable && expandable_) {
+        auto it = std::find_if(ranges.begin(), ranges.end(), [&](const auto& r) { return r.first == seg.range; });
+        if (it == ranges.end()) it = ranges.insert(ranges.end(), {seg.range, {}});
+        it->second.push_back(&seg);
+        continue;
       }
+      const std::optional<std::uint64_t> base = backend_.allocate_segment(seg.total_size);
+      if (!base) throw_start_does_not_fit(seg.total_size);
       block_pool& pool = seg.is_small ? small_ : large_;
       total_allocated_memory_ += seg.total_size;
       for_pool(pool, [&](std::size_t t) {
@@ -278,38 +281,97 @@ class caching_allocator::impl {
       });
       if (seg.total_size >= config_.max_split_size) stats_.oversize_segments.increase(1);
       block* prev = nullptr;
-      std::uint64_t ptr = *base;
-      const bool split = seg.blocks.size() > 1;
-      for (const imported_block& ib : seg.blocks) {
-        block* b = new_block(seg.stream, ib.size, &pool, ptr);
-        b->splice(prev, nullptr);
-        prev = b;
-        ptr += ib.size;
-        if (ib.live) {
-          b->allocated = true;
-          b->requested_size = ib.requested_size;
-          live_.emplace(b->ptr, b);
-          live_addresses.push_back(b->ptr);
+      import_blocks(seg, pool, *base, nullptr, seg.blocks.size() > 1, prev, live_addresses);
+    }
+    for (auto& [number, runs] : ranges) import_range(runs, live_addresses);
+    return live_addresses;
+  }
+
+  // One expandable range of the starting state: reserve it, map its runs, tile it with the
+  // runs' blocks and unmapped gaps.
+  void import_range(std::vector<const imported_segment*>& runs, std::vector<std::uint64_t>& live_addresses) {
+    std::sort(runs.begin(), runs.end(), [](const auto* a, const auto* b) { return a->range_offset < b->range_offset; });
+    block_pool& pool = runs.front()->is_small ? small_ : large_;
+    const std::size_t page = page_size_for(pool);
+    const std::size_t needed = runs.back()->range_offset + runs.back()->total_size;
+    const std::size_t pages = std::max(range_pages(page), (needed + page - 1) / page);
+    const stream_id stream = runs.front()->stream;
+    const std::optional<std::uint64_t> base = backend_.reserve_range(pages * page);
+    if (!base) throw_start_does_not_fit(needed);
+    auto es = std::make_unique<expandable_segment>();
+    es->base = *base;
+    es->page = page;
+    es->max_pages = pages;
+    es->mapped.assign(pages, false);
+    es->stream = stream;
+    block* prev = nullptr;
+    std::size_t cursor = 0;
+    const auto unmapped_gap = [&](std::size_t to) {
+      if (to <= cursor) return;
+      block* gap = new_block(stream, to - cursor, &pool, es->base + cursor);
+      gap->mapped = false;
+      gap->expandable = es.get();
+      gap->splice(prev, nullptr);
+      pool.unmapped.insert(gap);
+      prev = gap;
+    };
+    for (const imported_segment* run : runs) {
+      if (run->range_offset < cursor || run->range_offset % page != 0 || run->total_size % page != 0) {
+        throw invalid_argument(fmt::format("import: expandable run at offset {} ({} bytes) is not a run of "
+                                           "whole {}-byte pages after the previous one",
+                                           run->range_offset, run->total_size, page));
+      }
+      unmapped_gap(run->range_offset);
+      if (map_range(*es, es->base + run->range_offset, run->total_size) == 0) {
+        throw_start_does_not_fit(run->total_size);
+      }
+      total_allocated_memory_ += run->total_size;
+      for_pool(pool, [&](std::size_t t) {
+        stats_.reserved_bytes[t].increase(static_cast<std::int64_t>(run->total_size));
+      });
+      import_blocks(*run, pool, es->base + run->range_offset, es.get(), false, prev, live_addresses);
+      cursor = run->range_offset + run->total_size;
+    }
+    unmapped_gap(pages * page);
+    segments_.push_back(std::move(es));
+  }
+
+  void import_blocks(const imported_segment& seg, block_pool& pool, std::uint64_t ptr, expandable_segment* es,
+                     bool split, block*& prev, std::vector<std::uint64_t>& live_addresses) {
+    for (const imported_block& ib : seg.blocks) {
+      block* b = new_block(seg.stream, ib.size, &pool, ptr);
+      b->expandable = es;
+      b->splice(prev, nullptr);
+      prev = b;
+      ptr += ib.size;
+      if (ib.live) {
+        b->allocated = true;
+        b->requested_size = ib.requested_size;
+        live_.emplace(b->ptr, b);
+        live_addresses.push_back(b->ptr);
+        for_pool(pool, [&](std::size_t t) {
+          stats_.allocation[t].increase(1);
+          stats_.allocated_bytes[t].increase(static_cast<std::int64_t>(b->size));
+          stats_.active[t].increase(1);
+          stats_.active_bytes[t].increase(static_cast<std::int64_t>(b->size));
+          stats_.requested_bytes[t].increase(static_cast<std::int64_t>(b->requested_size));
+        });
+        if (b->size >= config_.max_split_size) stats_.oversize_allocations.increase(1);
+      } else {
+        pool.insert(b);
+        if (split && es == nullptr) {
           for_pool(pool, [&](std::size_t t) {
-            stats_.allocation[t].increase(1);
-            stats_.allocated_bytes[t].increase(static_cast<std::int64_t>(b->size));
-            stats_.active[t].increase(1);
-            stats_.active_bytes[t].increase(static_cast<std::int64_t>(b->size));
-            stats_.requested_bytes[t].increase(static_cast<std::int64_t>(b->requested_size));
+            stats_.inactive_split[t].increase(1);
+            stats_.inactive_split_bytes[t].increase(static_cast<std::int64_t>(b->size));
           });
-          if (b->size >= config_.max_split_size) stats_.oversize_allocations.increase(1);
-        } else {
-          pool.insert(b);
-          if (split) {
-            for_pool(pool, [&](std::size_t t) {
-              stats_.inactive_split[t].increase(1);
-              stats_.inactive_split_bytes[t].increase(static_cast<std::int64_t>(b->size));
-            });
-          }
         }
       }
     }
-    return live_addresses;
+  }
+
+  [[noreturn]] void throw_start_does_not_fit(std::size_t bytes) const {
+    throw out_of_memory(fmt::format("CUDA out of memory. The starting state needs {} more and only {} is free.",
+                                    format_size(bytes), format_size(backend_.free_bytes())));
   }
 
   memory_usage usage() const {
@@ -754,8 +816,7 @@ class caching_allocator::impl {
       if (has_space(c)) return c;
     }
     const std::size_t page = page_size_for(*pool);
-    const std::size_t device_memory = std::min<std::size_t>(backend_.capacity(), std::size_t{1} << 40);
-    const std::size_t pages = (device_memory + device_memory / 8 + page - 1) / page;
+    const std::size_t pages = range_pages(page);
     if (pages * page < size) return nullptr;
     const std::optional<std::uint64_t> base = backend_.reserve_range(pages * page);
     if (!base) return nullptr;
@@ -773,6 +834,12 @@ class caching_allocator::impl {
     return candidate;
   }
 
+  // PyTorch reserves 1.125 x the device's memory per range (capped at 1 TiB of memory here).
+  std::size_t range_pages(std::size_t page) const noexcept {
+    const std::size_t device_memory = std::min<std::size_t>(backend_.capacity(), std::size_t{1} << 40);
+    return (device_memory + device_memory / 8 + page - 1) / page;
+  }
+
   bool map_block(block* to_map, std::size_t size) {
     const std::size_t mapped = map_range(*to_map->expandable, to_map->ptr, size);
     if (mapped == 0) return false;
@@ -787,13 +854,14 @@ class caching_allocator::impl {
       pool.unmapped.insert(remaining);
       to_map->size = mapped;
     }
+    const std::uint64_t mapped_at = to_map->ptr;  // the trace names the pages mapped, before merging
     try_merge_blocks(to_map, to_map->prev, pool);
     try_merge_blocks(to_map, to_map->next, pool);
     pool.insert(to_map);
     total_allocated_memory_ += mapped;
     for_pool(pool, [&](std::size_t t) { stats_.reserved_bytes[t].increase(static_cast<std::int64_t>(mapped)); });
     ++stats_.num_device_alloc;
-    record(trace_action::segment_map, to_map->ptr, mapped, to_map->stream);
+    record(trace_action::segment_map, mapped_at, mapped, to_map->stream);
     return true;
   }
 

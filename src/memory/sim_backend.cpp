@@ -5,13 +5,8 @@
 #include "keel/core/error.hpp"
 
 namespace keel::memory {
-namespace {
-constexpr std::uint64_t k_alignment = 2u << 20;
-std::uint64_t align_up(std::uint64_t x, std::uint64_t a) { return (x + a - 1) / a * a; }
-}  // namespace
-
-sim_backend::sim_backend(std::size_t capacity, std::size_t page)
-    : capacity_(capacity), page_(page), ranges_("sim", page) {
+sim_backend::sim_backend(std::size_t capacity, std::size_t page, address_plan plan)
+    : capacity_(capacity), page_(page), plan_(std::move(plan)), ranges_("sim", page) {
   if (page == 0 || page % 512 != 0) {
     throw invalid_argument(fmt::format("sim backend: page size {} is not a multiple of 512", page));
   }
@@ -19,20 +14,20 @@ sim_backend::sim_backend(std::size_t capacity, std::size_t page)
 
 std::optional<std::uint64_t> sim_backend::do_allocate_segment(std::size_t bytes) {
   if (bytes > capacity_ - used_) return std::nullopt;
-  const std::uint64_t address = next_segment_;
-  next_segment_ += align_up(bytes, k_alignment);
+  const std::uint64_t address = plan_.place_segment(bytes);
   used_ += bytes;
   segments_.emplace(address, bytes);
   return address;
 }
 
 void sim_backend::do_free_segment(std::uint64_t address, std::size_t bytes) noexcept {
-  if (segments_.erase(address) != 0) used_ -= bytes;
+  if (segments_.erase(address) == 0) return;
+  used_ -= bytes;
+  plan_.free_segment(address);
 }
 
 std::optional<std::uint64_t> sim_backend::do_reserve_range(std::size_t bytes) {
-  const std::uint64_t address = next_range_;
-  next_range_ += align_up(bytes, k_alignment) + k_alignment;  // a guard gap between ranges
+  const std::uint64_t address = plan_.place_range(bytes);
   ranges_.add_range(address, bytes);
   return address;
 }
@@ -41,6 +36,7 @@ void sim_backend::do_release_range(std::uint64_t address, std::size_t bytes) noe
   if (ranges_.range_size(address) == 0) return;
   do_unmap_pages(address, 0, bytes);
   ranges_.remove_range(address);
+  plan_.release_range(address);
 }
 
 bool sim_backend::do_map_pages(std::uint64_t address, std::size_t offset, std::size_t bytes) {

@@ -6,9 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <unordered_map>
 
 #include "keel/core/error.hpp"
 #include "keel/memory/advisor.hpp"
+#include "keel/memory/caching_allocator.hpp"
+#include "keel/memory/sim_backend.hpp"
 #include "keel/memory/explain.hpp"
 #include "keel/memory/synth.hpp"
 #include "keel/memory/trace_model.hpp"
@@ -18,9 +21,10 @@ namespace {
 
 const std::filesystem::path k_traces = std::filesystem::path(KEEL_SHARED_DIR) / "traces" / "pytorch";
 
-replay_result run(const trace_model& m, std::string_view conf) {
+replay_result run(const trace_model& m, std::string_view conf, start_mode start = start_mode::window) {
   replay_options o;
   o.config = allocator_config::parse(conf, "test", m.recorded_config);
+  o.start = start;
   return replay(m, o);
 }
 
@@ -59,7 +63,7 @@ TEST(Replay, ReconstructsAWindowThatBeginsMidRun) {
   const trace_model m = build_trace_model(s, 0);
   EXPECT_FALSE(m.start.empty());
   EXPECT_GT(m.start_requested, 0u);
-  EXPECT_TRUE(m.notes.empty()) << m.notes.front();
+  EXPECT_TRUE(m.notes.empty()) << m.notes.front().text;
   const replay_result r = run(m, "");
   EXPECT_TRUE(r.ooms.empty());
   if (r.fidelity) {
@@ -108,6 +112,127 @@ TEST(Advise, RanksByPeakReservedWithTheRecordedBaseline) {
   EXPECT_EQ(environment_line(a.ranked[*a.best_pytorch].settings).rfind("PYTORCH_CUDA_ALLOC_CONF=", 0), 0u);
   candidate keel{allocator_config::parse("policy:keel"), std::nullopt, false};
   EXPECT_EQ(environment_line(keel), "KEEL_ALLOC_CONF=policy:keel");
+}
+
+// A driver whose cudaMalloc addresses follow no order a model could infer: each segment gets
+// its own 64 GiB slot, slots in a scrambled order (a test double over the sim backend).
+class scrambled_driver final : public backend {
+ public:
+  explicit scrambled_driver(std::uint32_t seed) : seed_(seed) {}
+
+ private:
+  std::string_view do_name() const noexcept override { return "scrambled"; }
+  std::optional<std::uint64_t> do_allocate_segment(std::size_t bytes) override {
+    const std::optional<std::uint64_t> inner = inner_.allocate_segment(bytes);
+    if (!inner) return std::nullopt;
+    const std::uint64_t slot = (next_++ * 2654435761u + seed_) % 4093u;  // a permutation of 0..4092
+    const std::uint64_t address = 0x100000000000ull + (slot << 36);
+    outer_to_inner_.emplace(address, *inner);
+    return address;
+  }
+  void do_free_segment(std::uint64_t address, std::size_t bytes) noexcept override {
+    const auto it = outer_to_inner_.find(address);
+    inner_.free_segment(it->second, bytes);
+    outer_to_inner_.erase(it);
+  }
+  bool do_supports_virtual_memory() const noexcept override { return true; }
+  std::size_t do_page_granularity() const noexcept override { return inner_.page_granularity(); }
+  std::optional<std::uint64_t> do_reserve_range(std::size_t bytes) override { return inner_.reserve_range(bytes); }
+  void do_release_range(std::uint64_t a, std::size_t bytes) noexcept override { inner_.release_range(a, bytes); }
+  bool do_map_pages(std::uint64_t r, std::size_t o, std::size_t b) override { return inner_.map_pages(r, o, b); }
+  void do_unmap_pages(std::uint64_t r, std::size_t o, std::size_t b) noexcept override { inner_.unmap_pages(r, o, b); }
+  std::size_t do_capacity() const noexcept override { return inner_.capacity(); }
+  std::size_t do_used_bytes() const noexcept override { return inner_.used_bytes(); }
+  event_id do_record_event(stream_id s) override { return inner_.record_event(s); }
+  bool do_query_event(event_id e) override { return inner_.query_event(e); }
+  void do_synchronize_event(event_id e) override { inner_.synchronize_event(e); }
+  void do_destroy_event(event_id e) noexcept override { inner_.destroy_event(e); }
+
+  sim_backend inner_;
+  std::uint32_t seed_;
+  std::uint64_t next_ = 0;
+  std::unordered_map<std::uint64_t, std::uint64_t> outer_to_inner_;
+};
+
+// A recording with many blocks of equal size in different segments (PyTorch's best fit breaks
+// their ties by address), segment churn and empty_cache calls, on a driver with `device`'s
+// address order.
+snapshot tie_heavy_recording(backend& device, std::uint32_t seed, bool expandable) {
+  caching_allocator a(device, allocator_config::parse(expandable ? "expandable_segments:True" : "", "test"));
+  a.record_history(true);
+  std::vector<std::uint64_t> live;
+  std::uint32_t x = seed;
+  const auto next = [&x] { return x = x * 1664525u + 1013904223u; };
+  const std::size_t sizes[] = {196u << 20, 392u << 20, 196u << 20, 6u << 20, 300u << 10, 392u << 20};
+  for (int i = 0; i < 3000; ++i) {
+    const std::uint32_t r = next() >> 8;
+    if (live.empty() || r % 100 < 55) {
+      live.push_back(a.allocate(sizes[(r >> 8) % 6] - (r % 7) * 512));
+    } else {
+      const std::size_t k = (r >> 4) % live.size();
+      a.deallocate(live[k]);
+      live.erase(live.begin() + static_cast<std::ptrdiff_t>(k));
+    }
+    if (r % 97 == 0) a.empty_cache();
+  }
+  return a.take_snapshot();
+}
+
+snapshot descending_recording(std::uint32_t seed, bool expandable) {
+  sim_backend device(sim_backend::k_unlimited, 2u << 20, address_plan({}, {}, address_order::descending));
+  return tie_heavy_recording(device, seed, expandable);
+}
+
+TEST(Replay, InfersTheDriversAddressOrder) {
+  for (std::uint32_t seed : {1u, 2u}) {
+    EXPECT_EQ(build_trace_model(descending_recording(seed, false), 0).driver_order.order, address_order::descending);
+    sim_backend up;
+    EXPECT_EQ(build_trace_model(tie_heavy_recording(up, seed, false), 0).driver_order.order, address_order::ascending);
+  }
+}
+
+TEST(Replay, GivesSegmentsTheRecordedAddresses) {
+  // The scrambled driver's order cannot be modelled: only following the recording reproduces
+  // which of several equal free blocks PyTorch's best fit took.
+  for (std::uint32_t seed : {1u, 2u, 3u}) {
+    scrambled_driver device(seed);
+    const trace_model m = build_trace_model(tie_heavy_recording(device, seed, false), 0);
+    const replay_result r = run(m, "");
+    ASSERT_TRUE(r.fidelity);
+    EXPECT_TRUE(r.fidelity->exact()) << "seed " << seed << ": " << r.fidelity->line();
+    EXPECT_EQ(r.fidelity->allocs_at_recorded_address, r.fidelity->allocs) << "seed " << seed;
+  }
+}
+
+TEST(Replay, ReproducesDescendingDriversExactly) {
+  for (bool expandable : {false, true}) {
+    for (std::uint32_t seed : {1u, 2u, 3u}) {
+      const snapshot s = descending_recording(seed, expandable);
+      const trace_model m = build_trace_model(s, 0);
+      const replay_result r = run(m, "");
+      ASSERT_TRUE(r.fidelity);
+      EXPECT_TRUE(r.fidelity->exact()) << "seed " << seed << ": " << r.fidelity->line();
+      EXPECT_EQ(r.fidelity->allocs_at_recorded_address, r.fidelity->allocs) << "seed " << seed;
+      EXPECT_EQ(r.peak_reserved, m.recorded_peak_reserved);
+    }
+  }
+}
+
+TEST(Replay, AWindowThatBeginsMidRunWithExpandableSegments) {
+  snapshot s = descending_recording(7, true);
+  auto& trace = s.device_traces[0];
+  trace.erase(trace.begin(), trace.begin() + static_cast<std::ptrdiff_t>(trace.size() / 2));
+  const trace_model m = build_trace_model(s, 0);
+  EXPECT_TRUE(m.notes.empty()) << m.notes.front().text << " " << m.notes.front().example;
+  ASSERT_FALSE(m.start.empty());
+  for (const start_segment& seg : m.start) EXPECT_TRUE(seg.expandable);
+  const replay_result r = run(m, "");
+  ASSERT_TRUE(r.fidelity);
+  EXPECT_TRUE(r.fidelity->exact()) << r.fidelity->line();
+  EXPECT_EQ(r.fidelity->allocs_at_recorded_address, r.fidelity->allocs);
+  // Without expandable segments the same start is imported as plain segments.
+  const replay_result plain = run(m, "expandable_segments:False");
+  EXPECT_TRUE(plain.completed());
 }
 
 TEST(Synth, IsDeterministicAndValidatesItsOptions) {
@@ -175,8 +300,9 @@ TEST_F(SharedTraces, KeelPolicyFragmentationOnEveryReplayableTrace) {
     const snapshot s = read_snapshot(entry.path().string());
     for (int device : devices_in(s)) {
       const trace_model m = build_trace_model(s, device);
-      const replay_result keel = run(m, "policy:keel");
-      const replay_result expandable = run(m, "expandable_segments:True");
+      // From the same start (the live blocks of a fresh process) for both.
+      const replay_result keel = run(m, "policy:keel", start_mode::fresh);
+      const replay_result expandable = run(m, "expandable_segments:True", start_mode::fresh);
       const std::string name = entry.path().filename().string();
       if (keel.peak_allocated == 0) continue;  // nothing live on this device
       EXPECT_LE(keel.peak_reserved, expandable.peak_reserved) << name;

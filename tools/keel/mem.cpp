@@ -51,12 +51,6 @@ allocator_config config_for(const trace_model& model, const std::string& policy,
   return c;
 }
 
-std::optional<start_mode> parse_start(const std::optional<std::string>& text) {
-  if (!text) return std::nullopt;
-  if (*text == "layout") return start_mode::layout;
-  if (*text == "live") return start_mode::live;
-  throw invalid_argument(fmt::format("--start: unknown mode '{}': expected layout or live", *text));
-}
 
 void run_replay(const replay_args& a) {
   require_readable_file(a.trace);
@@ -66,7 +60,7 @@ void run_replay(const replay_args& a) {
   replay_options options;
   options.config = config_for(model, a.policy, a.conf);
   options.capacity = parse_capacity(a.capacity);
-  options.start = parse_start(a.start);
+  if (a.start) options.start = parse_start_mode(*a.start);
   options.snapshot_at_peak = a.html.has_value();
   const replay_result r = replay(model, options);
   if (a.html) write_html_report(*a.html, a.trace, model, {r});

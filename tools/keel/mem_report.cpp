@@ -46,7 +46,7 @@ nlohmann::json replay_to_json(const replay_result& r, const trace_model& model) 
   j["policy"] = std::string(to_string(r.policy));
   j["conf"] = r.conf;
   j["device"] = r.device;
-  j["start"] = r.start == start_mode::layout ? "layout" : "live";
+  j["start"] = std::string(to_string(r.start));
   j["events"] = r.events;
   j["ops"] = r.ops;
   j["peak_allocated"] = r.peak_allocated;
@@ -79,7 +79,10 @@ nlohmann::json replay_to_json(const replay_result& r, const trace_model& model) 
   j["start_state"] = {{"segments", model.start.size()},
                       {"reserved", model.start_reserved},
                       {"requested", model.start_requested}};
-  j["notes"] = model.notes;
+  j["notes"] = nlohmann::json::array();
+  for (const model_note& n : model.notes) {
+    j["notes"].push_back({{"text", n.text}, {"example", n.example}, {"count", n.count}});
+  }
   j["elapsed_ms"] = r.elapsed_ms;
   return j;
 }
@@ -97,7 +100,7 @@ void print_replay_text(std::ostream& out, const std::string& trace, const trace_
   out << fmt::format("policy          {}{}\n", to_string(r.policy),
                      r.conf.empty() ? " (PyTorch's default settings)" : " with " + r.conf);
   out << fmt::format("start           {}: {} segments, {} reserved, {} requested live\n",
-                     r.start == start_mode::layout ? "the recorded layout" : "the live blocks only",
+                     r.start == start_mode::window ? "the recorded layout" : "the live blocks only",
                      model.start.size(), format_size(model.start_reserved), format_size(model.start_requested));
   out << fmt::format("peak allocated  {} (sum of requested sizes)\n", format_size(r.peak_allocated));
   out << fmt::format("peak reserved   {}\n", format_size(r.peak_reserved));
@@ -121,7 +124,11 @@ void print_replay_text(std::ostream& out, const std::string& trace, const trace_
                          show(f.first_mismatch->recorded), show(f.first_mismatch->replayed));
     }
   }
-  for (const std::string& note : model.notes) out << "note            " << note << '\n';
+  for (const model_note& n : model.notes) {
+    out << "note            " << n.text
+        << (n.count > 1 ? fmt::format(" ({} times; first {})", n.count, n.example) : fmt::format(" ({})", n.example))
+        << '\n';
+  }
   out << fmt::format("time            {:.1f} ms\n", r.elapsed_ms);
 }
 

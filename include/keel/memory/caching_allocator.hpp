@@ -44,7 +44,10 @@ inline constexpr std::size_t k_round_large = 2u << 20;
 inline constexpr std::size_t k_large_buffer = 20u << 20;   // segment for 1-10 MiB requests
 
 // A segment as it already exists (a replay's starting state): blocks in address order that
-// tile total_size; adjacent free blocks must already be merged.
+// tile total_size; adjacent free blocks must already be merged. An expandable one is a run of
+// mapped pages `range_offset` bytes into the virtual range numbered `range` (runs with one
+// number share a range; ranges are reserved in order of first mention); an allocator without
+// expandable segments imports it as a plain segment.
 struct imported_block {
   std::size_t size = 0;
   std::size_t requested_size = 0;
@@ -54,6 +57,9 @@ struct imported_segment {
   std::size_t total_size = 0;
   stream_id stream = 0;
   bool is_small = false;
+  bool expandable = false;
+  std::size_t range = 0;
+  std::size_t range_offset = 0;
   std::vector<imported_block> blocks;
 };
 

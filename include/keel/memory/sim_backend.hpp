@@ -1,7 +1,9 @@
 // sim_backend — simulated device memory: addresses and capacity, no bytes.
 //
-// Deterministic: the n-th segment or range gets the same address on every run, aligned to
-// 2 MiB (so every address is 512-byte aligned, as PyTorch's blocks are). Capacity is enforced
+// Deterministic: addresses come from an address_plan (address_plan.hpp: the recording's
+// addresses while a replay follows it, else a model of the driver's order; by default
+// ascending first fit from a fixed base), aligned to 2 MiB (so every address is 512-byte
+// aligned, as PyTorch's blocks are). Capacity is enforced
 // over segments plus mapped pages; page granularity is 2 MiB, as on CUDA. Every call is O(1)
 // except map/unmap, which are O(pages) with a bitmap per range: replaying a 20k-event trace
 // costs milliseconds. Not thread-safe (see backend.hpp); streams are a stream_model.
@@ -12,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "keel/memory/address_plan.hpp"
 #include "keel/memory/backend.hpp"
 #include "keel/memory/detail/page_ledger.hpp"
 #include "keel/memory/stream_model.hpp"
@@ -21,7 +24,8 @@ namespace keel::memory {
 class sim_backend final : public backend {
  public:
   static constexpr std::size_t k_unlimited = ~std::size_t{0};
-  explicit sim_backend(std::size_t capacity = k_unlimited, std::size_t page = 2u << 20);
+  explicit sim_backend(std::size_t capacity = k_unlimited, std::size_t page = 2u << 20,
+                       address_plan plan = {});
 
   stream_model& streams() noexcept { return streams_; }
   // The live segments and ranges, for tests: address -> size.
@@ -29,6 +33,7 @@ class sim_backend final : public backend {
     return segments_;
   }
   std::size_t mapped_bytes() const noexcept { return mapped_; }
+  const address_plan& addresses() const noexcept { return plan_; }
 
  private:
   std::string_view do_name() const noexcept override { return "sim"; }
@@ -51,8 +56,7 @@ class sim_backend final : public backend {
   std::size_t page_;
   std::size_t used_ = 0;
   std::size_t mapped_ = 0;
-  std::uint64_t next_segment_ = 0x7f0000000000ull;
-  std::uint64_t next_range_ = 0x200000000000ull;
+  address_plan plan_;
   std::unordered_map<std::uint64_t, std::size_t> segments_;
   detail::page_ledger ranges_;
   stream_model streams_;

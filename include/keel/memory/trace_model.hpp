@@ -2,17 +2,25 @@
 //
 // A snapshot's trace is a ring buffer: it may begin in the middle of a run, with segments
 // allocated and blocks live before its first entry. build_trace_model reconstructs the state
-// at the window's start by working back from the final segments:
-// - segments at the start = final segments, minus those segment_alloc'ed in the window, plus
-//   those segment_free'd in the window (walking the trace backwards);
+// at the window's start by working back from the final segments, per segment kind:
+// - cudaMalloc segments at the start = final segments, minus those segment_alloc'ed in the
+//   window, plus those segment_free'd in the window (walking the trace backwards);
+// - expandable segments are page ranges: the pages mapped at the start = the final mapped
+//   runs, minus every segment_map of the window, plus every segment_unmap (walking
+//   backwards), kept per virtual range (one per stream and pool, as PyTorch reserves them);
+//   a window that starts with nothing mapped starts with nothing mapped;
 // - blocks live at the start = final active blocks not allocated in the window, plus blocks
 //   freed in the window but never allocated in it;
 // - a reconstructed block is round_size(requested) under the recorded settings and absorbs the
 //   gap after it when PyTorch's should_split would not have split that gap off; the remaining
 //   gaps are free blocks.
 // The ops are the window's allocs and completed frees (a free takes effect when PyTorch
-// returned the block to its pool), with one empty_cache wherever the recording shows a run of
-// segment frees. The model is an immutable value; building it is O(entries log entries).
+// returned the block to its pool), one empty_cache wherever the recording shows a run of
+// segment frees, and every recorded `oom` entry as an allocation the recording could not serve
+// (op_kind::oom). The recorded driver calls (segment events with their addresses), the peak
+// reserved memory they imply and, per OOM, the memory the process could use (mapped bytes +
+// the driver's free bytes at that moment) are kept so a replay can be held to the recording.
+// The model is an immutable value; building it is O(entries log entries).
 #pragma once
 
 #include <cstdint>
@@ -20,18 +28,24 @@
 #include <string>
 #include <vector>
 
+#include "keel/memory/address_plan.hpp"
 #include "keel/memory/allocator_config.hpp"
 #include "keel/memory/backend.hpp"
 #include "keel/memory/snapshot.hpp"
 
 namespace keel::memory {
 
-enum class op_kind : std::uint8_t { alloc, free, empty_cache };
+enum class op_kind : std::uint8_t {
+  alloc,
+  free,
+  empty_cache,
+  oom,  // a request the recording could not serve (its `oom` entry); size is PyTorch's rounded size
+};
 
 struct replay_op {
   op_kind kind = op_kind::alloc;
   std::uint64_t addr = 0;     // the recorded address (alloc, free)
-  std::uint64_t size = 0;     // requested bytes (alloc, free)
+  std::uint64_t size = 0;     // requested bytes (alloc, free, oom)
   stream_id stream = 0;
   std::uint32_t entry = 0;    // index of the trace entry this op comes from
 };
@@ -48,33 +62,72 @@ struct start_segment {
   std::uint64_t total_size = 0;
   stream_id stream = 0;
   bool is_small = false;
+  bool expandable = false;      // a run of mapped pages inside an expandable range
+  std::uint64_t range_base = 0; // expandable: the base of the virtual range it lies in
   std::vector<start_block> blocks;  // tile the segment, free gaps merged
 };
 
-struct recorded_segment_event {
-  trace_action action = trace_action::segment_alloc;  // segment_alloc or segment_map
+// A driver call the recording shows: segment_alloc/segment_free (cudaMalloc/cudaFree) or
+// segment_map/segment_unmap (pages of an expandable range).
+struct segment_event {
+  trace_action action = trace_action::segment_alloc;
+  std::uint64_t addr = 0;
   std::uint64_t size = 0;
+  stream_id stream = 0;
   std::uint32_t entry = 0;
 };
 
 struct recorded_oom {
   std::uint32_t entry = 0;
-  std::uint64_t size = 0;
-  std::uint64_t device_free = 0;
+  std::uint64_t size = 0;          // the request, rounded as PyTorch rounds it
+  std::uint64_t device_free = 0;   // what the driver reported free
+  std::uint64_t reserved = 0;      // what this process held (segments + mapped pages) then
+  std::uint64_t budget() const noexcept { return reserved + device_free; }
+};
+
+// An expandable virtual range the recording used, with the stream and pool it serves.
+struct recorded_range {
+  std::uint64_t base = 0;
+  stream_id stream = 0;
+  bool is_small = false;
+};
+
+// What the reconstruction had to assume; repeated findings collapse into one note with a count.
+struct model_note {
+  std::string text;     // the finding, in words
+  std::string example;  // its first instance (an address, a size)
+  std::size_t count = 1;
 };
 
 struct trace_model {
   int device = 0;
   std::size_t entries = 0;                 // trace entries recorded for this device
+  std::optional<std::int64_t> first_time_us, last_time_us;
   std::vector<start_segment> start;        // state at the window's start
   std::vector<replay_op> ops;
-  std::vector<recorded_segment_event> recorded_segments;  // in the window, in order
+  std::vector<segment_event> segment_events;  // the window's driver calls, in order
+  std::vector<recorded_range> ranges;      // expandable ranges, by first use (start ones first)
   std::vector<recorded_oom> ooms;
   allocator_config recorded_config;        // from allocator_settings, else PyTorch's defaults
   bool settings_recorded = false;
   std::uint64_t start_reserved = 0;
   std::uint64_t start_requested = 0;       // requested bytes live at the start
-  std::vector<std::string> notes;          // what the reconstruction had to assume
+  std::uint64_t recorded_peak_reserved = 0;  // start_reserved + the segment events' running sum
+  std::uint32_t recorded_peak_entry = 0;   // the entry that reached it (0 when at the start)
+  // The driver's address order, inferred from the window's segment_alloc/segment_free calls.
+  address_plan::inference driver_order;
+  std::vector<model_note> notes;
+
+  // The start's cudaMalloc segments and the window's cudaMalloc/cudaFree calls, in order.
+  std::vector<driver_call> start_calls() const;
+  std::vector<driver_call> window_calls() const;
+  std::vector<std::uint64_t> range_bases() const;
+
+  // The memory this process could use, as the recording implies it: the budget at its last
+  // OOM (mapped + the driver's free bytes); none when the trace records no OOM.
+  std::optional<std::uint64_t> recorded_budget() const;
+  // segment_alloc/segment_map events of the window, in order (what fidelity compares).
+  std::vector<segment_event> recorded_growth() const;
 };
 
 // The devices that have trace entries or segments, ascending.
