@@ -1,0 +1,614 @@
+// Call-site attribution of live allocations: the rules are in include/keel/memory/callsites.hpp.
+#include "keel/memory/callsites.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <unordered_map>
+#include <utility>
+
+namespace keel::memory {
+namespace {
+
+constexpr std::string_view k_no_frames = "no frames recorded";
+constexpr std::size_t k_json_frames = 20;
+constexpr std::size_t k_json_inner_frames = 3;
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+bool contains(std::string_view s, std::string_view part) {
+  return s.find(part) != std::string_view::npos;
+}
+
+std::string join(const std::vector<std::string>& parts, std::size_t from = 0) {
+  std::string out;
+  for (std::size_t i = from; i < parts.size(); ++i) {
+    if (!out.empty()) out += '/';
+    out += parts[i];
+  }
+  return out;
+}
+
+std::string_view stem(std::string_view file) {
+  if (file.ends_with(".py")) file.remove_suffix(3);
+  return file;
+}
+
+// Path components with '\' read as '/', a drive letter dropped, "." skipped and ".." applied.
+std::vector<std::string> components(std::string_view path) {
+  std::string p(path);
+  std::replace(p.begin(), p.end(), '\\', '/');
+  if (p.size() >= 2 && p[1] == ':' && std::isalpha(static_cast<unsigned char>(p[0]))) p.erase(0, 2);
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= p.size()) {
+    std::size_t end = p.find('/', start);
+    if (end == std::string::npos) end = p.size();
+    const std::string_view part(p.data() + start, end - start);
+    if (part == "..") {
+      if (!out.empty()) out.pop_back();
+    } else if (!part.empty() && part != ".") {
+      out.emplace_back(part);
+    }
+    start = end + 1;
+  }
+  return out;
+}
+
+// "python3", "python3.11": a lib/pythonX.Y directory of a Python install.
+bool is_python_version_dir(std::string_view s) {
+  if (!s.starts_with("python") || s.size() == 6) return false;
+  for (char c : s.substr(6)) {
+    if (!std::isdigit(static_cast<unsigned char>(c)) && c != '.') return false;
+  }
+  return true;
+}
+
+enum class path_kind { package, stdlib, other, special };
+
+struct path_info {
+  path_kind kind = path_kind::other;
+  std::vector<std::string> rel;  // the display path's components
+  std::string module;
+  bool internal = false;
+};
+
+bool is_internal_package(std::string_view top) {
+  static constexpr std::string_view k_internal[] = {
+      "torch",     "functorch",          "triton",  "einops",    "accelerate", "IPython",
+      "ipykernel", "ipykernel_launcher", "tornado", "traitlets", "ray",        "zmq"};
+  return std::find(std::begin(k_internal), std::end(k_internal), top) != std::end(k_internal);
+}
+
+path_info classify_path(std::string_view filename) {
+  path_info info;
+  if (filename.starts_with('<')) {
+    // "<frozen runpy>" is the standard library; "<string>", "<eval_with_key>.3" stay as they are.
+    if (filename.starts_with("<frozen ") && filename.ends_with('>')) {
+      info.kind = path_kind::stdlib;
+      std::string name(filename.substr(8, filename.size() - 9));
+      info.module = "stdlib:" + name.substr(0, name.find('.'));
+      info.rel = {std::string(filename)};
+      info.internal = true;
+    } else {
+      info.kind = path_kind::special;
+      info.module = std::string(filename);
+      info.rel = {std::string(filename)};
+    }
+    return info;
+  }
+  const std::vector<std::string> comps = components(filename);
+  if (comps.empty()) {
+    info.module = "??";
+    info.rel = {"??"};
+    return info;
+  }
+  // site-packages / dist-packages: the path inside it.
+  for (std::size_t i = comps.size(); i-- > 0;) {
+    const std::string c = lower(comps[i]);
+    if ((c == "site-packages" || c == "dist-packages") && i + 1 < comps.size()) {
+      std::size_t from = i + 1;
+      while (from + 1 < comps.size() && comps[from].ends_with(".egg")) ++from;
+      info.kind = path_kind::package;
+      info.rel.assign(comps.begin() + static_cast<std::ptrdiff_t>(from), comps.end());
+      break;
+    }
+  }
+  if (info.kind != path_kind::package) {
+    // The standard library: lib/pythonX.Y/... (POSIX), or .../Python3xx/Lib/... and
+    // .../cpython-3.x-.../lib/... (Windows installs).
+    for (std::size_t j = 0; j + 1 < comps.size(); ++j) {
+      const std::string c = lower(comps[j]);
+      if (c != "lib" && c != "lib64") continue;
+      std::size_t from = 0;
+      if (j + 2 < comps.size() && is_python_version_dir(comps[j + 1])) {
+        from = j + 2;
+      } else if (j > 0 && (lower(comps[j - 1]).starts_with("python") ||
+                           lower(comps[j - 1]).starts_with("cpython"))) {
+        from = j + 1;
+      }
+      if (from != 0) {
+        info.kind = path_kind::stdlib;
+        info.rel.assign(comps.begin() + static_cast<std::ptrdiff_t>(from), comps.end());
+        break;
+      }
+    }
+  }
+  const auto models_dir = [](const std::vector<std::string>& parts, std::size_t first) {
+    for (std::size_t i = parts.size() - 1; i-- > first;) {
+      if (parts[i] == "models") return i;
+    }
+    return std::string::npos;
+  };
+  switch (info.kind) {
+    case path_kind::package: {
+      const std::string top(stem(info.rel[0]));
+      const bool model_file = models_dir(info.rel, 1) != std::string::npos;
+      info.module = model_file ? join(info.rel) : top;
+      // Model zoos: the models/ directory is model code, the rest (modeling_utils,
+      // integrations, cache_utils, pipelines, generic wrappers) is their plumbing.
+      info.internal = is_internal_package(top) ||
+                      (!model_file && (top == "transformers" || top == "diffusers"));
+      break;
+    }
+    case path_kind::stdlib:
+      info.module = "stdlib:" + std::string(stem(info.rel[0]));
+      info.internal = true;
+      break;
+    default: {
+      const auto torch_dir = std::find(comps.begin(), comps.end() - 1, "torch");
+      if (torch_dir != comps.end() - 1) {
+        info.rel.assign(torch_dir, comps.end());
+        info.module = "torch";
+        info.internal = true;
+        break;
+      }
+      const std::size_t m = models_dir(comps, 1);
+      const std::size_t from =
+          m != std::string::npos ? m - 1 : (comps.size() >= 2 ? comps.size() - 2 : 0);
+      info.rel.assign(comps.begin() + static_cast<std::ptrdiff_t>(from), comps.end());
+      info.module = join(info.rel);
+      break;
+    }
+  }
+  return info;
+}
+
+bool is_python_frame(const frame& f) {
+  return f.filename.ends_with(".py") || f.filename.starts_with('<');
+}
+
+// A native function name without its argument list and return type:
+// "void at::foo<int>(at::Tensor const&) const" -> "at::foo<int>".
+std::string short_native_name(std::string_view name) {
+  std::string_view s = name;
+  if (s.ends_with(" const")) s.remove_suffix(6);
+  if (s.ends_with(')')) {
+    int depth = 0;
+    for (std::size_t i = s.size(); i-- > 0;) {
+      if (s[i] == ')') ++depth;
+      if (s[i] == '(' && --depth == 0) {
+        s = s.substr(0, i);
+        break;
+      }
+    }
+  }
+  int depth = 0;
+  std::size_t last_space = std::string_view::npos;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (c == '<' || c == '(') ++depth;
+    if ((c == '>' || c == ')') && depth > 0) --depth;
+    if (c == ' ' && depth == 0) last_space = i;
+  }
+  if (last_space != std::string_view::npos) s = s.substr(last_space + 1);
+  // Template arguments dropped: "at::detail::_empty_generic<long>" -> "at::detail::_empty_generic".
+  std::string out;
+  depth = 0;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    const bool op = s.substr(0, i).ends_with("operator");
+    if (c == '<' && !op) {
+      ++depth;
+    } else if (c == '>' && depth > 0) {
+      --depth;
+    } else if (depth == 0) {
+      out += c;
+    }
+  }
+  return out.empty() ? std::string(s) : out;
+}
+
+std::string native_module(std::string_view function) {
+  const std::string name = short_native_name(function);
+  const std::size_t colons = name.find("::");
+  if (colons == std::string::npos || colons == 0) return "native";
+  const std::string ns = name.substr(0, colons);
+  if (ns == "at" || ns == "c10" || ns == "torch" || ns == "caffe2") return "native:torch";
+  if (ns.find_first_of("() <>") != std::string::npos) return "native";
+  return "native:" + ns;
+}
+
+std::string native_file(std::string_view filename) {
+  const std::vector<std::string> comps = components(filename);
+  return comps.empty() ? "??" : comps.back();
+}
+
+// memory_viz's _frame_filter: frames it hides.
+bool memory_viz_hides(const frame& f) {
+  static constexpr std::string_view k_functions[] = {
+      "unwind::unwind",    "CapturedTraceback::gather",
+      "gather_with_cpp",   "_start",
+      "__libc_start_main", "PyEval_",
+      "PyObject_",         "PyFunction_"};
+  static constexpr std::string_view k_files[] = {"core/boxing",
+                                                 "/Register",
+                                                 "/Redispatch",
+                                                 "pythonrun.c",
+                                                 "Modules/main.c",
+                                                 "Objects/call.c",
+                                                 "Objects/methodobject.c",
+                                                 "pycore_ceval.h",
+                                                 "ceval.c",
+                                                 "cpython/abstract.h"};
+  for (std::string_view part : k_functions) {
+    if (contains(f.name, part)) return true;
+  }
+  for (std::string_view part : k_files) {
+    if (contains(f.filename, part)) return true;
+  }
+  return false;
+}
+
+// What the rules need to know about one frame.
+struct frame_facts {
+  bool python = false;
+  path_info path;         // Python frames only
+  std::string rel;        // path.rel joined (Python frames)
+  std::string native;     // short name (native frames)
+  std::string_view name;  // the recorded function name
+};
+
+std::vector<frame_facts> facts_of(const frame_stack& frames) {
+  std::vector<frame_facts> out;
+  out.reserve(frames.size());
+  for (const frame& f : frames) {
+    frame_facts x;
+    x.python = is_python_frame(f);
+    x.name = f.name;
+    if (x.python) {
+      x.path = classify_path(f.filename);
+      x.rel = join(x.path.rel);
+    } else {
+      x.native = short_native_name(f.name);
+    }
+    out.push_back(std::move(x));
+  }
+  return out;
+}
+
+std::string site_of(const frame& f, const frame_facts& x) {
+  if (x.python) return fmt::format("{}:{}:{}", x.rel, f.line, f.name);
+  return fmt::format("{}:{}:{}", native_file(f.filename), f.line, x.native);
+}
+
+std::size_t attributed_frame(const std::vector<frame_facts>& facts) {
+  for (std::size_t i = 0; i < facts.size(); ++i) {
+    if (facts[i].python && !facts[i].path.internal) return i;
+  }
+  for (std::size_t i = 0; i < facts.size(); ++i) {
+    if (facts[i].python) return i;
+  }
+  for (std::size_t i = 0; i < facts.size(); ++i) {
+    const std::string& n = facts[i].native;
+    if ((n.starts_with("torch::autograd::generated::") && contains(n, "Backward")) ||
+        contains(n, "AccumulateGrad::apply")) {
+      return i;
+    }
+  }
+  for (std::size_t i = facts.size(); i-- > 0;) {
+    if (facts[i].native.starts_with("at::_ops::")) return i;
+  }
+  return 0;
+}
+
+bool is_optimizer_component(std::string_view c) {
+  c = stem(c);
+  return c == "optim" || c == "optimizer" || c == "optimizers" || c.ends_with("_optim") ||
+         c.ends_with("_optimizer");
+}
+
+// A frame of a forward pass: Module.__call__ or a function named forward.
+bool is_forward_frame(const frame_facts& x) {
+  if (!x.python) return false;
+  if (x.name == "forward") return true;
+  return x.rel == "torch/nn/modules/module.py" &&
+         (x.name == "_call_impl" || x.name == "_wrapped_call_impl" || x.name == "__call__");
+}
+
+bool any_frame(const std::vector<frame_facts>& facts, auto&& pred) {
+  return std::any_of(facts.begin(), facts.end(), pred);
+}
+
+memory_category classify_facts(const std::vector<frame_facts>& facts) {
+  if (facts.empty()) return memory_category::unknown;
+  const auto py = [](auto&& pred) {
+    return [pred](const frame_facts& x) { return x.python && pred(x); };
+  };
+  const auto nat = [](auto&& pred) {
+    return [pred](const frame_facts& x) { return !x.python && pred(x.native); };
+  };
+
+  // kv_cache: a frame naming a KV cache, inside the innermost forward (a forward run inside
+  // KV-cache set-up, such as vLLM's profile run, makes activations).
+  for (const frame_facts& x : facts) {
+    if (is_forward_frame(x)) break;
+    const std::string n = lower(x.name);
+    bool kv = contains(n, "kv_cache") || contains(n, "kvcache");
+    if (x.python) {
+      const std::string file = lower(x.path.rel.back());
+      kv = kv || contains(file, "kv_cache") || contains(file, "kvcache") ||
+           file == "cache_engine.py" || x.rel == "transformers/cache_utils.py";
+    }
+    if (kv) return memory_category::kv_cache;
+  }
+
+  // The backward pass.
+  const bool backward =
+      any_frame(
+          facts, nat([](const std::string& n) {
+            return n.starts_with("torch::autograd::Engine::") || contains(n, "PythonEngine::") ||
+                   (n.starts_with("torch::autograd::generated::") && contains(n, "Backward")) ||
+                   contains(n, "AccumulateGrad");
+          })) ||
+      any_frame(facts, py([](const frame_facts& x) {
+                  return (x.rel == "torch/autograd/__init__.py" &&
+                          (x.name == "backward" || x.name == "grad")) ||
+                         (x.rel == "torch/_tensor.py" && x.name == "backward") ||
+                         (x.rel == "torch/autograd/graph.py" && x.name == "_engine_run_backward");
+                }));
+  if (backward) {
+    if (any_frame(facts,
+                  py([](const frame_facts& x) { return x.rel == "torch/utils/checkpoint.py"; }))) {
+      return memory_category::activation;
+    }
+    if (any_frame(facts, nat([](const std::string& n) {
+                    return contains(n, "InputBuffer::add") ||
+                           contains(n, "InputBuffer::accumulate") || contains(n, "reduce_grad") ||
+                           contains(n, "validate_outputs");
+                  }))) {
+      return memory_category::autograd_detail;
+    }
+    return memory_category::gradient;
+  }
+
+  // Optimizer code.
+  if (any_frame(facts, py([](const frame_facts& x) {
+                  return std::any_of(
+                      x.path.rel.begin(), x.path.rel.end(),
+                      [](const std::string& c) { return is_optimizer_component(c); });
+                }))) {
+    return memory_category::optimizer_state;
+  }
+
+  // Model construction, loading, movement.
+  if (any_frame(facts, py([](const frame_facts& x) {
+                  const std::string_view n = x.name;
+                  if (x.rel == "torch/nn/modules/module.py" &&
+                      (n == "_apply" || n == "to_empty" || n == "load_state_dict" ||
+                       n == "_load_from_state_dict")) {
+                    return true;
+                  }
+                  if (x.rel == "torch/nn/parameter.py" || x.rel == "torch/nn/init.py" ||
+                      x.rel == "torch/nn/parallel/replicate.py") {
+                    return true;
+                  }
+                  if (x.rel.starts_with("torch/nn/modules/") &&
+                      (n == "__init__" || n == "reset_parameters"))
+                    return true;
+                  static constexpr std::string_view k_exact[] = {"get_model",
+                                                                 "build_model",
+                                                                 "load_model",
+                                                                 "_initialize_model",
+                                                                 "reset_parameters",
+                                                                 "set_module_tensor_to_device",
+                                                                 "_load_pretrained_model"};
+                  if (std::find(std::begin(k_exact), std::end(k_exact), n) != std::end(k_exact))
+                    return true;
+                  static constexpr std::string_view k_parts[] = {
+                      "load_state_dict", "from_pretrained", "load_weight",
+                      "create_weight",   "init_weight",     "model_provider"};
+                  return std::any_of(std::begin(k_parts), std::end(k_parts),
+                                     [&](std::string_view part) { return contains(n, part); });
+                }))) {
+    return memory_category::parameter;
+  }
+
+  // Data loading and scattering.
+  if (any_frame(facts, py([](const frame_facts& x) {
+                  return x.rel.starts_with("torch/utils/data/") ||
+                         x.rel == "torch/nn/parallel/scatter_gather.py" ||
+                         x.rel.starts_with("torch_geometric/data/");
+                }))) {
+    return memory_category::input;
+  }
+
+  // A forward.
+  if (any_frame(facts, is_forward_frame)) {
+    return memory_category::activation;
+  }
+
+  // tensor.to() / .cuda() outside a forward.
+  if (any_frame(facts, nat([](const std::string& n) {
+                  return n == "torch::autograd::THPVariable_to" ||
+                         n == "torch::autograd::THPVariable_cuda";
+                }))) {
+    return memory_category::input;
+  }
+  return memory_category::unknown;
+}
+
+attribution attribute_facts(const frame_stack& frames, const std::vector<frame_facts>& facts) {
+  attribution a;
+  if (frames.empty()) {
+    a.site = std::string(k_no_frames);
+    a.module = std::string(k_no_frames);
+    return a;
+  }
+  a.frame = attributed_frame(facts);
+  const frame& f = frames[a.frame];
+  const frame_facts& x = facts[a.frame];
+  a.site = site_of(f, x);
+  a.module = x.python ? x.path.module : native_module(f.name);
+  a.category = classify_facts(facts);
+  return a;
+}
+
+}  // namespace
+
+std::string_view to_string(memory_category category) noexcept {
+  switch (category) {
+    case memory_category::parameter: return "parameter";
+    case memory_category::optimizer_state: return "optimizer_state";
+    case memory_category::activation: return "activation";
+    case memory_category::gradient: return "gradient";
+    case memory_category::autograd_detail: return "autograd_detail";
+    case memory_category::temporary: return "temporary";
+    case memory_category::input: return "input";
+    case memory_category::kv_cache: return "kv_cache";
+    case memory_category::unknown: return "unknown";
+  }
+  return "unknown";
+}
+
+std::vector<live_allocation> live_allocations(const snapshot& s, int device) {
+  // The stacks of the trace's allocations that were never freed, by address, for blocks
+  // written without frames.
+  std::unordered_map<std::uint64_t, const trace_entry*> unfreed;
+  if (device >= 0 && static_cast<std::size_t>(device) < s.device_traces.size()) {
+    for (const trace_entry& e : s.device_traces[static_cast<std::size_t>(device)]) {
+      if (e.action == trace_action::alloc) {
+        unfreed[e.addr] = &e;
+      } else if (e.action == trace_action::free_completed) {
+        unfreed.erase(e.addr);
+      }
+    }
+  }
+  std::vector<live_allocation> out;
+  for (const snapshot_segment& seg : s.segments) {
+    if (seg.device != device) continue;
+    for (const snapshot_block& b : seg.blocks) {
+      if (b.state == block_state::inactive) continue;
+      live_allocation a{b.size, b.requested_size, b.frames};
+      if (a.frames.empty()) {
+        const auto found = unfreed.find(b.address);
+        if (found != unfreed.end() &&
+            (b.requested_size == 0 || found->second->size == b.requested_size)) {
+          a.frames = found->second->frames;
+        }
+      }
+      out.push_back(std::move(a));
+    }
+  }
+  return out;
+}
+
+std::string collapse_module(std::string_view filename, std::string_view function) {
+  if (filename.ends_with(".py") || filename.starts_with('<')) return classify_path(filename).module;
+  return native_module(function);
+}
+
+memory_category classify(const frame_stack& frames) { return classify_facts(facts_of(frames)); }
+
+attribution attribute(const frame_stack& frames) {
+  return attribute_facts(frames, facts_of(frames));
+}
+
+callsite_summary summarize_callsites(std::span<const live_allocation> allocations,
+                                     const callsite_options& options) {
+  callsite_summary out;
+  std::unordered_map<const void*, attribution> by_stack;
+  // Row key: (site or module, category).
+  std::map<std::pair<std::string, memory_category>, std::size_t> rows;
+  std::vector<callsite> sites;
+  // For module rows: bytes per site inside the row, to name its largest site.
+  std::vector<std::map<std::string, std::uint64_t>> site_bytes;
+  for (const live_allocation& a : allocations) {
+    const void* id = a.frames.identity();
+    auto found = by_stack.find(id);
+    if (found == by_stack.end()) found = by_stack.emplace(id, attribute(a.frames)).first;
+    const attribution& at = found->second;
+    const std::string& key = options.group_by == callsite_grouping::site ? at.site : at.module;
+    auto [it, added] = rows.emplace(std::make_pair(key, at.category), sites.size());
+    if (added) {
+      sites.push_back({at.site, at.module, at.category, 0, 0, 0, a.frames});
+      site_bytes.emplace_back();
+    }
+    callsite& row = sites[it->second];
+    row.bytes += a.bytes;
+    row.requested += a.requested;
+    row.count += 1;
+    if (options.group_by == callsite_grouping::module) site_bytes[it->second][at.site] += a.bytes;
+    out.total_bytes += a.bytes;
+    out.total_requested += a.requested;
+    out.total_count += 1;
+    out.category_bytes[static_cast<std::size_t>(at.category)] += a.bytes;
+  }
+  if (options.group_by == callsite_grouping::module) {
+    for (std::size_t i = 0; i < sites.size(); ++i) {
+      const auto largest =
+          std::max_element(site_bytes[i].begin(), site_bytes[i].end(),
+                           [](const auto& x, const auto& y) { return x.second < y.second; });
+      if (largest != site_bytes[i].end()) sites[i].site = largest->first;
+    }
+  }
+  std::sort(sites.begin(), sites.end(), [&](const callsite& x, const callsite& y) {
+    if (x.bytes != y.bytes) return x.bytes > y.bytes;
+    const std::string& kx = options.group_by == callsite_grouping::site ? x.site : x.module;
+    const std::string& ky = options.group_by == callsite_grouping::site ? y.site : y.module;
+    if (kx != ky) return kx < ky;
+    return x.category < y.category;
+  });
+  out.total_rows = sites.size();
+  if (options.top != 0 && sites.size() > options.top) sites.resize(options.top);
+  out.sites = std::move(sites);
+  return out;
+}
+
+nlohmann::json frames_to_json(const frame_stack& frames, std::size_t attributed) {
+  nlohmann::json out = nlohmann::json::array();
+  // Up to three shown frames inside the attributed one, then outward.
+  std::size_t start = std::min(attributed, frames.size());
+  for (std::size_t shown = 0; start > 0 && shown < k_json_inner_frames;) {
+    --start;
+    if (!memory_viz_hides(frames[start])) ++shown;
+  }
+  for (std::size_t i = start; i < frames.size() && out.size() < k_json_frames; ++i) {
+    const frame& f = frames[i];
+    if (memory_viz_hides(f)) continue;
+    out.push_back(nlohmann::json::array({f.filename, f.line, f.name}));
+  }
+  return out;
+}
+
+nlohmann::json to_json(const callsite_summary& summary) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const callsite& c : summary.sites) {
+    out.push_back({{"site", c.site},
+                   {"module", c.module},
+                   {"category", std::string(to_string(c.category))},
+                   {"bytes", c.bytes},
+                   {"requested", c.requested},
+                   {"count", c.count},
+                   {"frames", frames_to_json(c.frames, attribute(c.frames).frame)}});
+  }
+  return out;
+}
+
+}  // namespace keel::memory
