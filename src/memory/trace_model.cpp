@@ -163,7 +163,13 @@ struct early_block {
   std::uint64_t addr;
   std::uint64_t requested;
   std::uint64_t exact_size;  // 0 when only the request is known
+  frame_stack frames;
 };
+
+const frame_stack& before_the_window() {
+  static const frame_stack k_stack{frame{"<before the trace window>", 0, "allocated before the trace window"}};
+  return k_stack;
+}
 
 // Tiles one starting segment with the blocks live in it and free gaps.
 void place_blocks(trace_model& m, note_book& notes, start_segment& seg, std::vector<early_block>& blocks) {
@@ -178,7 +184,7 @@ void place_blocks(trace_model& m, note_book& notes, start_segment& seg, std::vec
                 fmt::format("{:#x}", b.addr));
       continue;
     }
-    if (b.addr > cursor) seg.blocks.push_back({cursor, b.addr - cursor, 0, false});
+    if (b.addr > cursor) seg.blocks.push_back({cursor, b.addr - cursor, 0, false, {}});
     const std::uint64_t limit = i + 1 < blocks.size() ? std::min(blocks[i + 1].addr, end) : end;
     std::uint64_t size = b.exact_size != 0 ? b.exact_size : m.recorded_config.round_size(b.requested);
     if (b.addr + size > limit) {
@@ -191,11 +197,11 @@ void place_blocks(trace_model& m, note_book& notes, start_segment& seg, std::vec
     if (b.exact_size == 0 && gap > 0 && !should_split(m.recorded_config, seg.is_small, size + gap, size)) {
       size += gap;
     }
-    seg.blocks.push_back({b.addr, size, b.requested, true});
+    seg.blocks.push_back({b.addr, size, b.requested, true, b.frames});
     m.start_requested += b.requested;
     cursor = b.addr + size;
   }
-  if (cursor < end) seg.blocks.push_back({cursor, end - cursor, 0, false});
+  if (cursor < end) seg.blocks.push_back({cursor, end - cursor, 0, false, {}});
 }
 
 }  // namespace
@@ -209,6 +215,50 @@ std::vector<segment_event> trace_model::recorded_growth() const {
   std::vector<segment_event> out;
   for (const segment_event& e : segment_events) {
     if (grows(e.action)) out.push_back(e);
+  }
+  return out;
+}
+
+live_state trace_model::live_at(std::uint32_t entry) const {
+  struct held {
+    live_allocation a;
+    bool pending = false;
+  };
+  std::unordered_map<std::uint64_t, held> blocks;  // recorded address -> allocation
+  for (const start_segment& seg : start) {
+    for (const start_block& b : seg.blocks) {
+      if (b.live) blocks[b.address] = {{b.size, b.requested, b.frames}, false};
+    }
+  }
+  auto request = free_requests.begin();
+  for (const replay_op& op : ops) {
+    if (op.entry >= entry) break;
+    for (; request != free_requests.end() && request->first < op.entry; ++request) {
+      const auto it = blocks.find(request->second);
+      if (it != blocks.end()) it->second.pending = true;
+    }
+    if (op.kind == op_kind::alloc) {
+      blocks[op.addr] = {{recorded_config.round_size(op.size), op.size, op.frames}, false};
+    } else if (op.kind == op_kind::free) {
+      blocks.erase(op.addr);
+    }
+  }
+  for (; request != free_requests.end() && request->first < entry; ++request) {
+    const auto it = blocks.find(request->second);
+    if (it != blocks.end()) it->second.pending = true;
+  }
+  std::vector<std::pair<std::uint64_t, held>> ordered(blocks.begin(), blocks.end());
+  std::sort(ordered.begin(), ordered.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  live_state out;
+  for (auto& [address, h] : ordered) {
+    if (h.pending) {
+      out.pending_bytes += h.a.bytes;
+      out.pending.push_back(std::move(h.a));
+    } else {
+      out.live_bytes += h.a.bytes;
+      out.live_requested += h.a.requested;
+      out.live.push_back(std::move(h.a));
+    }
   }
   return out;
 }
@@ -343,16 +393,19 @@ trace_model build_trace_model(const snapshot& s, int device) {
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const trace_entry& e = entries[i];
     const auto index = static_cast<std::uint32_t>(i);
-    if (shrinks(e.action) && !in_free_run) m.ops.push_back({op_kind::empty_cache, 0, 0, e.stream, index});
+    if (shrinks(e.action) && !in_free_run) m.ops.push_back({op_kind::empty_cache, 0, 0, e.stream, index, {}});
     in_free_run = shrinks(e.action);
     switch (e.action) {
       case trace_action::alloc:
         window_live[e.addr] = e.size;
-        m.ops.push_back({op_kind::alloc, e.addr, e.size, e.stream, index});
+        m.ops.push_back({op_kind::alloc, e.addr, e.size, e.stream, index, e.frames});
         break;
       case trace_action::free_completed:
-        if (window_live.erase(e.addr) == 0) early.push_back({e.addr, e.size, 0});
-        m.ops.push_back({op_kind::free, e.addr, e.size, e.stream, index});
+        if (window_live.erase(e.addr) == 0) early.push_back({e.addr, e.size, 0, before_the_window()});
+        m.ops.push_back({op_kind::free, e.addr, e.size, e.stream, index, {}});
+        break;
+      case trace_action::free_requested:
+        m.free_requests.emplace_back(index, e.addr);
         break;
       case trace_action::segment_alloc:
       case trace_action::segment_map:
@@ -368,7 +421,7 @@ trace_model build_trace_model(const snapshot& s, int device) {
         break;
       case trace_action::oom:
         m.ooms.push_back({index, e.size, e.device_free, reserved});
-        m.ops.push_back({op_kind::oom, 0, e.size, e.stream, index});
+        m.ops.push_back({op_kind::oom, 0, e.size, e.stream, index, e.frames});
         break;
       default:
         break;
@@ -379,7 +432,7 @@ trace_model build_trace_model(const snapshot& s, int device) {
     if (seg.device != device) continue;
     for (const snapshot_block& b : seg.blocks) {
       if (b.state != block_state::inactive && window_live.count(b.address) == 0) {
-        early.push_back({b.address, b.requested_size, b.size});
+        early.push_back({b.address, b.requested_size, b.size, b.frames});
       }
     }
   }

@@ -31,6 +31,7 @@
 #include "keel/memory/address_plan.hpp"
 #include "keel/memory/allocator_config.hpp"
 #include "keel/memory/backend.hpp"
+#include "keel/memory/callsites.hpp"
 #include "keel/memory/snapshot.hpp"
 
 namespace keel::memory {
@@ -48,6 +49,7 @@ struct replay_op {
   std::uint64_t size = 0;     // requested bytes (alloc, free, oom)
   stream_id stream = 0;
   std::uint32_t entry = 0;    // index of the trace entry this op comes from
+  frame_stack frames;         // alloc, oom: the stack that asked
 };
 
 struct start_block {
@@ -55,6 +57,9 @@ struct start_block {
   std::uint64_t size = 0;
   std::uint64_t requested = 0;
   bool live = false;
+  // The allocating stack: from the final state's block, or, for a block freed in the window,
+  // one frame "<before the trace window>" (the trace holds only its free's stack).
+  frame_stack frames;
 };
 
 struct start_segment {
@@ -92,6 +97,18 @@ struct recorded_range {
   bool is_small = false;
 };
 
+// The recorded allocations live at one moment, from the recording alone (the start's live
+// blocks, then the window's allocs and completed frees): `live` in use, `pending` freed by the
+// program but waiting for another stream's work (free_requested, not yet free_completed).
+// Bytes are rounded as the recorded settings round.
+struct live_state {
+  std::vector<live_allocation> live;
+  std::vector<live_allocation> pending;
+  std::uint64_t live_bytes = 0;
+  std::uint64_t live_requested = 0;
+  std::uint64_t pending_bytes = 0;
+};
+
 // What the reconstruction had to assume; repeated findings collapse into one note with a count.
 struct model_note {
   std::string text;     // the finding, in words
@@ -108,6 +125,7 @@ struct trace_model {
   std::vector<segment_event> segment_events;  // the window's driver calls, in order
   std::vector<recorded_range> ranges;      // expandable ranges, by first use (start ones first)
   std::vector<recorded_oom> ooms;
+  std::vector<std::pair<std::uint32_t, std::uint64_t>> free_requests;  // (entry, addr), in order
   allocator_config recorded_config;        // from allocator_settings, else PyTorch's defaults
   bool settings_recorded = false;
   std::uint64_t start_reserved = 0;
@@ -122,6 +140,9 @@ struct trace_model {
   std::vector<driver_call> start_calls() const;
   std::vector<driver_call> window_calls() const;
   std::vector<std::uint64_t> range_bases() const;
+
+  // The allocations live just before trace entry `entry` (entries() for the end).
+  live_state live_at(std::uint32_t entry) const;
 
   // The memory this process could use, as the recording implies it: the budget at its last
   // OOM (mapped + the driver's free bytes); none when the trace records no OOM.
