@@ -168,6 +168,19 @@ fs::path write_page(const std::string& file, const snapshot& s, const json& anal
   return page;
 }
 
+// The allocator state the page walked back from the final segments to the selected entry
+// must hold what the trace's running totals say at that entry.
+void expect_state_matches_trace(const loaded& l, const std::string& entry) {
+  const auto at = l.dom.find("data-selected=\"" + entry + "\"");
+  ASSERT_NE(at, std::string::npos) << "entry " << entry << " not selected";
+  const auto seg = l.dom.find("data-chart=\"segments\"", at);
+  ASSERT_NE(seg, std::string::npos);
+  const std::string tag = l.dom.substr(seg, l.dom.find('>', seg) - seg);
+  EXPECT_NE(attribute(tag, "data-reserved"), "");
+  EXPECT_EQ(attribute(tag, "data-reserved"), attribute(tag, "data-trace-reserved")) << tag;
+  EXPECT_EQ(attribute(tag, "data-allocated"), attribute(tag, "data-trace-allocated")) << tag;
+}
+
 double rendered_ms(const loaded& l) {
   const std::string v = attribute(html_tag(l.dom), "data-rendered-ms");
   EXPECT_FALSE(v.empty()) << "the page's script did not finish";
@@ -197,6 +210,16 @@ TEST(ReportHtmlBrowser, RealTraceOf19kEventsRendersInUnder2s) {
   EXPECT_NE(l.dom.find("data-chart=\"lines\" data-drawn=\"3\""), std::string::npos);
   EXPECT_NE(l.dom.find("data-segments=\"1010\" data-blocks=\"1201\""), std::string::npos);
   EXPECT_NE(l.dom.find("Whole trace"), std::string::npos) << "the range line";
+  // A link to an entry inside a zoomed range, and to the state before the first entry (the
+  // window began with 13,763,608,576 bytes reserved, SOURCES.md).
+  const loaded zoomed =
+      run_chromium(*chromium, page, "#device-0&entry=5000&range=4000-9000", "--dump-dom");
+  expect_no_script_errors(zoomed);
+  expect_state_matches_trace(zoomed, "5000");
+  EXPECT_NE(zoomed.dom.find("Range "), std::string::npos);
+  const loaded start = run_chromium(*chromium, page, "#device-0&entry=-1", "--dump-dom");
+  expect_state_matches_trace(start, "-1");
+  EXPECT_NE(start.dom.find("data-reserved=\"13763608576\""), std::string::npos);
   run_chromium(*chromium, page, "",
                "--screenshot=" + (k_out / "cs336a2kk-ctx128-fullstep.png").string());
   EXPECT_TRUE(fs::exists(k_out / "cs336a2kk-ctx128-fullstep.png"));
@@ -228,7 +251,7 @@ TEST(ReportHtmlBrowser, MultiDeviceTraceWithAnOom) {
   const snapshot s = read_snapshot(trace.string());
   const fs::path page = write_page("codeloc-qwen3-dp-train-oom.html", s, json::parse(in));
   // The OOM's device, chosen by the URL: its panel is drawn, the others wait for their tab.
-  const loaded l = run_chromium(*chromium, page, "#device-1", "--dump-dom");
+  const loaded l = run_chromium(*chromium, page, "#device-1&entry=421", "--dump-dom");
   expect_no_script_errors(l);
   EXPECT_LT(rendered_ms(l), 2000);
   for (int dev : {0, 1, 2})
@@ -239,6 +262,10 @@ TEST(ReportHtmlBrowser, MultiDeviceTraceWithAnOom) {
   EXPECT_NE(l.dom.find("class=\"tab active\" id=\"tab-device-1\""), std::string::npos);
   EXPECT_NE(l.dom.find("id=\"device-1-oom\""), std::string::npos);
   EXPECT_NE(l.dom.find("class=\"ev-oom bad\""), std::string::npos) << "the OOM is selectable";
+  // The state at the OOM: 84,202,749,952 bytes mapped (SOURCES.md), as the trace says.
+  expect_state_matches_trace(l, "421");
+  EXPECT_NE(l.dom.find("data-reserved=\"84202749952\""), std::string::npos);
+  EXPECT_NE(l.dom.find("<span class=\"ev-action oom\">oom</span>"), std::string::npos);
   run_chromium(*chromium, page, "#device-1",
                "--screenshot=" + (k_out / "codeloc-device-1.png").string(), "1400,2600");
 }
