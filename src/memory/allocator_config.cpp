@@ -5,30 +5,476 @@
 
 #include <algorithm>
 #include <bit>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
 #include <cstdlib>
-#include <vector>
+#include <limits>
 
-#include "keel/core/config_string.hpp"
 #include "keel/core/error.hpp"
 
 namespace keel::memory {
 namespace {
 
 constexpr std::size_t k_mb = 1u << 20;
-constexpr std::size_t k_min_split_mb = 20;  // kLargeBuffer / 1 MiB
-constexpr std::array<std::string_view, 7> k_keys{
-    "max_split_size_mb",       "max_non_split_rounding_mb", "garbage_collection_threshold",
-    "roundup_power2_divisions", "expandable_segments",       "release_lock_on_cudamalloc",
-    "policy"};
+constexpr std::size_t k_min_large_alloc_mb = 10;  // PyTorch's kMinLargeAlloc / 1 MiB
+constexpr std::size_t k_max_register_threads = 128;
 
-std::size_t power_of_two_or_zero(const config_item& item, std::string_view word,
-                                 std::string_view origin, bool zero_ok) {
-  config_item scalar{item.key, std::string(word), false, {}, item.column};
-  const std::uint64_t v = config_uint(scalar, 0, 1u << 30, origin);
-  if ((v == 0 && !zero_ok) || (v != 0 && !std::has_single_bit(v))) {
-    throw invalid_argument(fmt::format("{}: invalid value '{}' for {}: expected a power of two{}",
-                                       origin, word, item.key, zero_ok ? " or 0" : ""));
+bool is_legacy(pytorch_grammar g) { return g == pytorch_grammar::cuda_allocator_config; }
+
+// ---- tokens, as PyTorch's tokenizers cut them ------------------------------------------------
+// A token is one of , : [ ] or a run of other characters; whitespace between is dropped (the
+// 2.0-2.9 lexer drops only spaces). `index` is the token's position, which PyTorch's newer
+// messages quote.
+
+struct token {
+  std::string text;
+  std::size_t column = 0;  // 1-based
+  std::size_t index = 0;
+};
+
+bool is_punct(char c) { return c == ',' || c == ':' || c == '[' || c == ']'; }
+
+std::vector<token> tokenize(std::string_view text, pytorch_grammar grammar) {
+  std::vector<token> out;
+  const auto skipped = [&](char c) {
+    return is_legacy(grammar) ? c == ' ' : std::isspace(static_cast<unsigned char>(c)) != 0;
+  };
+  std::string word;
+  std::size_t word_column = 0;
+  const auto flush = [&] {
+    if (!word.empty()) out.push_back({std::move(word), word_column, out.size()});
+    word.clear();
+  };
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (is_punct(c)) {
+      flush();
+      out.push_back({std::string(1, c), i + 1, out.size()});
+    } else if (!skipped(c)) {
+      if (word.empty()) word_column = i + 1;
+      word += c;
+    }
   }
+  flush();
+  return out;
+}
+
+struct element {
+  const token* key = nullptr;
+  const token* value = nullptr;  // null for a bare element
+};
+
+struct item {
+  const token* key = nullptr;
+  const token* value = nullptr;  // the word, when !is_list
+  bool is_list = false;
+  std::vector<element> list;
+};
+
+std::string value_text(const item& it) {
+  if (!it.is_list) return it.value->text;
+  std::string out = "[";
+  for (std::size_t i = 0; i < it.list.size(); ++i) {
+    if (i != 0) out += ',';
+    out += it.list[i].key->text;
+    if (it.list[i].value != nullptr) out += ':' + it.list[i].value->text;
+  }
+  return out + ']';
+}
+
+// ---- the keys
+// ------------------------------------------------------------------------------------
+
+enum class key_id {
+  max_split_size_mb,
+  max_non_split_rounding_mb,
+  garbage_collection_threshold,
+  roundup_power2_divisions,
+  expandable_segments,
+  release_lock_on_cudamalloc,
+  backend,
+  pinned_use_cuda_host_register,
+  pinned_num_register_threads,
+  pinned_reserve_segment_size_mb,
+  pinned_use_background_threads,
+  graph_capture_record_stream_reuse,
+  // accelerator_allocator_config only
+  per_process_memory_fraction,
+  large_segment_size_mb,
+  pinned_free_catch_all,
+  throw_on_cudamalloc_oom,
+  // keel only
+  policy,
+};
+
+struct key_info {
+  std::string_view name;
+  key_id id;
+  bool newer_only;  // accelerator_allocator_config only
+  bool ignored;     // accepted; no effect on a replay
+  bool listed;      // named in "valid keys" (the ROCm spellings are accepted, not listed)
+};
+
+constexpr std::array<key_info, 19> k_keys{{
+    {"max_split_size_mb", key_id::max_split_size_mb, false, false, true},
+    {"max_non_split_rounding_mb", key_id::max_non_split_rounding_mb, false, false, true},
+    {"garbage_collection_threshold", key_id::garbage_collection_threshold, false, false, true},
+    {"roundup_power2_divisions", key_id::roundup_power2_divisions, false, false, true},
+    {"expandable_segments", key_id::expandable_segments, false, false, true},
+    {"release_lock_on_cudamalloc", key_id::release_lock_on_cudamalloc, false, true, true},
+    {"release_lock_on_hipmalloc", key_id::release_lock_on_cudamalloc, false, true, false},
+    {"backend", key_id::backend, false, false, true},
+    {"pinned_use_cuda_host_register", key_id::pinned_use_cuda_host_register, false, true, true},
+    {"pinned_use_hip_host_register", key_id::pinned_use_cuda_host_register, false, true, false},
+    {"pinned_num_register_threads", key_id::pinned_num_register_threads, false, true, true},
+    {"pinned_reserve_segment_size_mb", key_id::pinned_reserve_segment_size_mb, false, true, true},
+    {"pinned_use_background_threads", key_id::pinned_use_background_threads, false, true, true},
+    {"graph_capture_record_stream_reuse", key_id::graph_capture_record_stream_reuse, false, true,
+     true},
+    {"per_process_memory_fraction", key_id::per_process_memory_fraction, true, false, true},
+    {"large_segment_size_mb", key_id::large_segment_size_mb, true, false, true},
+    {"pinned_free_catch_all", key_id::pinned_free_catch_all, true, true, true},
+    {"throw_on_cudamalloc_oom", key_id::throw_on_cudamalloc_oom, true, true, true},
+    {"policy", key_id::policy, false, false, true},
+}};
+
+const key_info* find_key(std::string_view name, pytorch_grammar grammar) {
+  for (const key_info& k : k_keys) {
+    if (k.name == name && !(k.newer_only && is_legacy(grammar))) return &k;
+  }
+  return nullptr;
+}
+
+std::string valid_keys(const config_parse_options& o) {
+  std::vector<std::string_view> names;
+  for (const key_info& k : k_keys) {
+    if (!k.listed || (k.newer_only && is_legacy(o.grammar))) continue;
+    if (k.id == key_id::policy && o.source != config_source::keel) continue;
+    names.push_back(k.name);
+  }
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
+// PyTorch's words for a key it does not know.
+std::string unknown_key_words(std::string_view key, pytorch_grammar grammar) {
+  return is_legacy(grammar) ? fmt::format("Unrecognized CachingAllocator option: {}", key)
+                            : fmt::format("Unrecognized key '{}' in CUDA allocator config.", key);
+}
+
+// ---- the parser
+// ----------------------------------------------------------------------------------
+
+class parser {
+ public:
+  parser(std::string_view text, std::string_view origin, const config_parse_options& options)
+      : text_(text), origin_(origin), tokens_(tokenize(text, options.grammar)) {}
+
+  std::vector<item> items() {
+    std::vector<item> out;
+    std::size_t i = 0;
+    while (i < tokens_.size()) {
+      item it;
+      it.key = &tokens_[i];
+      if (is_punct(it.key->text[0])) fail(*it.key, "expected a key");
+      expect(++i, ":", fmt::format("after key '{}'", it.key->text));
+      if (++i >= tokens_.size()) fail_end(fmt::format("expected a value for '{}'", it.key->text));
+      if (tokens_[i].text == "[") {
+        it.is_list = true;
+        parse_list(it, i);
+      } else if (is_punct(tokens_[i].text[0])) {
+        fail(tokens_[i], fmt::format("expected a value for '{}'", it.key->text));
+      } else {
+        it.value = &tokens_[i];
+      }
+      out.push_back(std::move(it));
+      if (++i >= tokens_.size()) break;
+      expect(i, ",", "between items");
+      ++i;  // a trailing comma ends the text, as in PyTorch
+    }
+    return out;
+  }
+
+  [[noreturn]] void fail(const token& t, const std::string& what) const {
+    throw invalid_argument(
+        fmt::format("{}: {} at column {} of '{}'", origin_, what, t.column, text_));
+  }
+
+ private:
+  [[noreturn]] void fail_end(const std::string& what) const {
+    throw invalid_argument(fmt::format("{}: {} at the end of '{}'", origin_, what, text_));
+  }
+
+  void expect(std::size_t i, std::string_view punct, const std::string& context) const {
+    if (i >= tokens_.size()) fail_end(fmt::format("expected '{}' {}", punct, context));
+    if (tokens_[i].text != punct) {
+      fail(tokens_[i],
+           fmt::format("expected '{}' {}, found '{}'", punct, context, tokens_[i].text));
+    }
+  }
+
+  // tokens_[i] is "["; leaves i at the closing "]".
+  void parse_list(item& it, std::size_t& i) const {
+    const std::string close = fmt::format("to close the list of '{}'", it.key->text);
+    if (++i >= tokens_.size()) fail_end(fmt::format("expected ']' {}", close));
+    if (tokens_[i].text == "]") return;
+    while (true) {
+      if (is_punct(tokens_[i].text[0])) {
+        fail(tokens_[i], fmt::format("expected a list element for '{}'", it.key->text));
+      }
+      element e{&tokens_[i], nullptr};
+      if (i + 1 < tokens_.size() && tokens_[i + 1].text == ":") {
+        i += 2;
+        if (i >= tokens_.size() || is_punct(tokens_[i].text[0])) {
+          const std::string what =
+              fmt::format("expected a value after '{}:' in '{}'", e.key->text, it.key->text);
+          if (i >= tokens_.size()) fail_end(what);
+          fail(tokens_[i], what);
+        }
+        e.value = &tokens_[i];
+      }
+      it.list.push_back(e);
+      if (++i >= tokens_.size()) fail_end(fmt::format("expected ']' {}", close));
+      if (tokens_[i].text == "]") return;
+      expect(i, ",", fmt::format("between the elements of '{}'", it.key->text));
+      if (++i >= tokens_.size()) fail_end(fmt::format("expected ']' {}", close));
+    }
+  }
+
+  std::string_view text_;
+  std::string_view origin_;
+  std::vector<token> tokens_;
+};
+
+// ---- values
+// ----------------------------------------------------------------------------------------
+
+class applier {
+ public:
+  applier(std::string_view origin, const config_parse_options& options, allocator_config& c)
+      : origin_(origin), options_(options), c_(c) {}
+
+  [[noreturn]] void bad(const item& it, std::string_view rule) const {
+    throw invalid_argument(fmt::format("{}: invalid value '{}' for {}: {}", origin_, value_text(it),
+                                       it.key->text, rule));
+  }
+
+  const token& scalar(const item& it) const {
+    if (it.is_list) bad(it, "expected a single value, not a list");
+    return *it.value;
+  }
+
+  // All digits (PyTorch's stoi/stoull would also take "20MB" as 20).
+  std::uint64_t whole(const item& it, const token& t) const {
+    std::uint64_t v = 0;
+    const auto [end, ec] = std::from_chars(t.text.data(), t.text.data() + t.text.size(), v);
+    if (ec != std::errc() || end != t.text.data() + t.text.size()) {
+      if (&t == it.value) bad(it, "expected a whole number");
+      throw invalid_argument(
+          fmt::format("{}: invalid value '{}' in {} for {}: expected a whole number", origin_,
+                      t.text, value_text(it), it.key->text));
+    }
+    return v;
+  }
+  std::uint64_t whole(const item& it) const { return whole(it, scalar(it)); }
+
+  double number(const item& it) const {
+    const std::string& s = scalar(it).text;
+    const bool plain = !s.empty() && std::all_of(s.begin(), s.end(), [](char ch) {
+      return std::isdigit(static_cast<unsigned char>(ch)) || ch == '.' || ch == 'e' || ch == 'E' ||
+             ch == '+' || ch == '-';
+    });
+    char* end = nullptr;
+    const double x = plain ? std::strtod(s.c_str(), &end) : 0.0;
+    if (!plain || end != s.c_str() + s.size() || !std::isfinite(x)) bad(it, "expected a number");
+    return x;
+  }
+
+  bool boolean(const item& it) const {
+    const token& t = scalar(it);
+    if (t.text == "True") return true;
+    if (t.text == "False") return false;
+    if (is_legacy(options_.grammar)) {
+      bad(it, fmt::format("Expected a single True/False argument for {}", it.key->text));
+    }
+    bad(it, fmt::format("Expected 'True' or 'False' at index {} in ConfigTokenizer but got '{}'",
+                        t.index, t.text));
+  }
+
+  // max_split_size_mb and max_non_split_rounding_mb: > 20 (2.0-2.9) or >= the large segment
+  // size in MiB (newer), capped at what fits in bytes.
+  std::size_t split_limit(const item& it) const {
+    const std::uint64_t v = whole(it);
+    if (is_legacy(options_.grammar)) {
+      const std::size_t min = allocator_config::k_large_segment / k_mb;
+      if (v <= min) {
+        bad(it,
+            fmt::format("CachingAllocator option {} too small, must be > {}", it.key->text, min));
+      }
+    } else {
+      const std::size_t min = c_.large_segment_size / k_mb;
+      if (v < min) {
+        bad(it,
+            fmt::format("CachingAllocator option {} too small, must be >= {}", it.key->text, min));
+      }
+    }
+    return static_cast<std::size_t>(
+               std::min<std::uint64_t>(v, allocator_config::k_unlimited / k_mb)) *
+           k_mb;
+  }
+
+  void roundup(const item& it) {
+    auto& d = c_.roundup_power2_divisions;
+    if (!roundup_seen_) d.fill(0);  // PyTorch starts from no rounding each time it parses
+    roundup_seen_ = true;
+    if (!it.is_list) {
+      const std::uint64_t v = whole(it);
+      if (!std::has_single_bit(v)) bad(it, "For roundups, the divisions has to be power of 2");
+      d.fill(static_cast<std::size_t>(v));
+      return;
+    }
+    bool first = true;
+    std::size_t last_index = 0;
+    for (const element& e : it.list) {
+      if (e.value == nullptr) {
+        throw invalid_argument(fmt::format(
+            "{}: invalid element '{}' for roundup_power2_divisions: expected SIZE_MB:DIVISIONS "
+            "or >:DIVISIONS",
+            origin_, e.key->text));
+      }
+      const std::uint64_t divisions = whole(it, *e.value);
+      if (divisions != 0 && !std::has_single_bit(divisions)) {
+        bad(it, fmt::format("For roundups, the divisions has to be power of 2 or 0 to disable "
+                            "roundup (got {})",
+                            divisions));
+      }
+      if (e.key->text == ">") {
+        // The rule that changed: 2.0-2.9 fill from the last named interval on (overwriting
+        // it), the newer parser from the one after it.
+        const std::size_t from = is_legacy(options_.grammar) ? last_index : last_index + 1;
+        std::fill(d.begin() + static_cast<std::ptrdiff_t>(std::min(from, d.size())), d.end(),
+                  static_cast<std::size_t>(divisions));
+        continue;
+      }
+      const std::uint64_t interval = whole(it, *e.key);
+      if (!std::has_single_bit(interval)) {
+        throw invalid_argument(fmt::format(
+            "{}: invalid interval '{}' in {} for roundup_power2_divisions: For roundups, the "
+            "intervals have to be power of 2",
+            origin_, e.key->text, value_text(it)));
+      }
+      const std::size_t index =
+          std::min<std::size_t>(static_cast<std::size_t>(std::bit_width(interval) - 1),
+                                allocator_config::k_intervals - 1);
+      if (first) {
+        std::fill(d.begin(), d.begin() + static_cast<std::ptrdiff_t>(index),
+                  static_cast<std::size_t>(divisions));
+        first = false;
+      }
+      d[index] = static_cast<std::size_t>(divisions);
+      last_index = index;
+    }
+  }
+
+  void apply(const item& it, const key_info& k) {
+    switch (k.id) {
+      case key_id::max_split_size_mb: c_.max_split_size = split_limit(it); break;
+      case key_id::max_non_split_rounding_mb:
+        c_.max_non_split_rounding_size = split_limit(it);
+        break;
+      case key_id::garbage_collection_threshold: {
+        const double v = number(it);
+        if (is_legacy(options_.grammar) && v <= 0) {
+          bad(it, "garbage_collect_threshold too small, set it 0.0~1.0");
+        }
+        if (is_legacy(options_.grammar) && v >= 1) {
+          bad(it, "garbage_collect_threshold too big, set it 0.0~1.0");
+        }
+        if (v <= 0 || v >= 1) bad(it, "garbage_collect_threshold is invalid, set it in (0.0, 1.0)");
+        c_.garbage_collection_threshold = v;
+        break;
+      }
+      case key_id::roundup_power2_divisions: roundup(it); break;
+      case key_id::expandable_segments: c_.expandable_segments = boolean(it); break;
+      case key_id::release_lock_on_cudamalloc: c_.release_lock_on_malloc = boolean(it); break;
+      case key_id::backend: {
+        const std::string& v = scalar(it).text;
+        if (v != "native" && v != "cudaMallocAsync") {
+          bad(it, "Unknown allocator backend, options are native and cudaMallocAsync");
+        }
+        c_.cuda_malloc_async = v == "cudaMallocAsync";
+        break;
+      }
+      case key_id::pinned_use_cuda_host_register:
+      case key_id::pinned_use_background_threads:
+      case key_id::graph_capture_record_stream_reuse:
+      case key_id::pinned_free_catch_all:
+      case key_id::throw_on_cudamalloc_oom: (void)boolean(it); break;
+      case key_id::pinned_num_register_threads: {
+        const std::uint64_t v = whole(it);
+        const bool legacy = is_legacy(options_.grammar);
+        if (!std::has_single_bit(v)) {
+          bad(it, legacy
+                      ? std::string("Number of register threads has to be power of 2")
+                      : fmt::format("Number of register threads has to be power of 2, got {}", v));
+        }
+        if (v > k_max_register_threads) {
+          bad(it, legacy ? fmt::format("Number of register threads should be less than or equal "
+                                       "to {}",
+                                       k_max_register_threads)
+                         : fmt::format("Number of register threads should be less than or equal "
+                                       "to {}, got {}",
+                                       k_max_register_threads, v));
+        }
+        break;
+      }
+      case key_id::pinned_reserve_segment_size_mb:
+        if (whole(it) == 0) bad(it, "Pinned reserve segment size has to be greater than 0");
+        break;
+      case key_id::per_process_memory_fraction: {
+        const double v = number(it);
+        if (v < 0 || v > 1) bad(it, "per_process_memory_fraction is invalid, set it in [0.0, 1.0]");
+        c_.per_process_memory_fraction = v;
+        break;
+      }
+      case key_id::large_segment_size_mb: {
+        const std::uint64_t v = whole(it);
+        if (v <= k_min_large_alloc_mb) {
+          bad(it, fmt::format("CachingAllocator option large_segment_size_mb must be > {} MB",
+                              k_min_large_alloc_mb));
+        }
+        c_.large_segment_size = static_cast<std::size_t>(std::min<std::uint64_t>(
+                                    v, allocator_config::k_unlimited / k_mb)) *
+                                k_mb;
+        break;
+      }
+      case key_id::policy: {
+        const std::string& v = scalar(it).text;
+        if (v == "pytorch") {
+          c_.policy = policy_kind::pytorch;
+        } else if (v == "keel") {
+          c_.policy = policy_kind::keel;
+        } else {
+          bad(it, "expected pytorch or keel");
+        }
+        break;
+      }
+    }
+  }
+
+ private:
+  std::string_view origin_;
+  config_parse_options options_;
+  allocator_config& c_;
+  bool roundup_seen_ = false;
+};
+
+std::optional<unsigned> leading_number(std::string_view& s) {
+  unsigned v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end == s.data()) return std::nullopt;
+  s.remove_prefix(static_cast<std::size_t>(end - s.data()));
   return v;
 }
 
@@ -38,109 +484,184 @@ std::string_view to_string(policy_kind policy) noexcept {
   return policy == policy_kind::keel ? "keel" : "pytorch";
 }
 
+std::string_view to_string(pytorch_grammar grammar) noexcept {
+  return is_legacy(grammar) ? "cuda_allocator_config" : "accelerator_allocator_config";
+}
+
+pytorch_grammar grammar_for_torch_version(std::string_view version) noexcept {
+  const auto major = leading_number(version);
+  if (!major || version.empty() || version.front() != '.') return k_newest_pytorch_grammar;
+  version.remove_prefix(1);
+  const auto minor = leading_number(version);
+  if (!minor) return k_newest_pytorch_grammar;
+  if (*major < 2 || (*major == 2 && *minor <= 9)) return pytorch_grammar::cuda_allocator_config;
+  return pytorch_grammar::accelerator_allocator_config;
+}
+
+pytorch_grammar grammar_for_settings(std::span<const std::string> settings_keys,
+                                     std::string_view recorded_conf) noexcept {
+  const auto has = [&](std::string_view key) {
+    return std::find(settings_keys.begin(), settings_keys.end(), key) != settings_keys.end();
+  };
+  if (has("PYTORCH_ALLOC_CONF") || has("per_process_memory_fraction") ||
+      has("large_segment_size_mb") || has("large_segment_size")) {
+    return pytorch_grammar::accelerator_allocator_config;
+  }
+  if (!settings_keys.empty() && !has("graph_capture_record_stream_reuse")) {
+    return pytorch_grammar::cuda_allocator_config;
+  }
+  const auto accepts = [&](pytorch_grammar g) {
+    try {
+      (void)allocator_config::parse_pytorch(recorded_conf, g);
+      return true;
+    } catch (const std::exception&) {
+      return false;
+    }
+  };
+  const bool legacy = accepts(pytorch_grammar::cuda_allocator_config);
+  const bool newer = accepts(pytorch_grammar::accelerator_allocator_config);
+  if (legacy && !newer) return pytorch_grammar::cuda_allocator_config;
+  return k_newest_pytorch_grammar;
+}
+
 allocator_config allocator_config::parse(std::string_view text, std::string_view origin) {
   return parse(text, origin, allocator_config{});
 }
 
 allocator_config allocator_config::parse(std::string_view text, std::string_view origin,
                                          const allocator_config& base) {
-  allocator_config c = base;
-  const config_string parsed = config_string::parse(text, k_keys, origin);
-  for (const config_item& item : parsed.items()) {
-    if (item.key == "max_split_size_mb") {
-      c.max_split_size = config_uint(item, k_min_split_mb, k_unlimited / k_mb, origin) * k_mb;
-    } else if (item.key == "max_non_split_rounding_mb") {
-      c.max_non_split_rounding_size =
-          config_uint(item, k_min_split_mb, k_unlimited / k_mb, origin) * k_mb;
-    } else if (item.key == "garbage_collection_threshold") {
-      c.garbage_collection_threshold = config_double(item, 0.0, 1.0, true, true, origin);
-    } else if (item.key == "expandable_segments") {
-      c.expandable_segments = config_bool(item, origin);
-    } else if (item.key == "release_lock_on_cudamalloc") {
-      c.release_lock_on_malloc = config_bool(item, origin);
-    } else if (item.key == "policy") {
-      const std::string& v = config_word(item, origin);
-      if (v == "pytorch") {
-        c.policy = policy_kind::pytorch;
-      } else if (v == "keel") {
-        c.policy = policy_kind::keel;
-      } else {
-        throw invalid_argument(fmt::format(
-            "{}: invalid value '{}' for policy: expected pytorch or keel", origin, v));
-      }
-    } else if (item.key == "roundup_power2_divisions") {
-      auto& d = c.roundup_power2_divisions;
-      if (!item.is_list) {
-        d.fill(power_of_two_or_zero(item, item.value, origin, false));
-        continue;
-      }
-      // PyTorch's semantics: "N:d" sets the interval starting at N MiB (a power of two);
-      // the first entry also fills every interval below it; ">:d" fills from the last
-      // interval named to the end.
-      bool first = true;
-      std::size_t last_index = 0;
-      for (const config_elem& e : item.list) {
-        if (!e.value) {
-          throw invalid_argument(fmt::format(
-              "{}: invalid element '{}' for roundup_power2_divisions: expected SIZE_MB:DIVISIONS "
-              "or >:DIVISIONS", origin, e.key));
-        }
-        const std::size_t divisions = power_of_two_or_zero(item, *e.value, origin, true);
-        if (e.key == ">") {
-          std::fill(d.begin() + static_cast<std::ptrdiff_t>(last_index), d.end(), divisions);
-          continue;
-        }
-        const std::size_t interval = power_of_two_or_zero(item, e.key, origin, false);
-        const std::size_t index =
-            std::min<std::size_t>(static_cast<std::size_t>(std::bit_width(interval) - 1), k_intervals - 1);
-        if (first) {
-          std::fill(d.begin(), d.begin() + static_cast<std::ptrdiff_t>(index), divisions);
-          first = false;
-        }
-        d[index] = divisions;
-        last_index = index;
+  return parse(text, origin, base, config_parse_options{}).config;
+}
+
+parsed_allocator_config allocator_config::parse(std::string_view text, std::string_view origin,
+                                                const allocator_config& base,
+                                                const config_parse_options& options) {
+  parsed_allocator_config out{base, {}};
+  parser p(text, origin, options);
+  const std::vector<item> items = p.items();
+
+  std::vector<const key_info*> keys;  // null for a key the grammar does not know
+  for (const item& it : items) keys.push_back(find_key(it.key->text, options.grammar));
+
+  applier a(origin, options, out.config);
+  // The newer parser reads large_segment_size_mb before the rest: the limits of the split
+  // sizes and the default of max_non_split_rounding_mb follow it.
+  bool large_given = false;
+  bool non_split_given = false;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (keys[i] != nullptr && keys[i]->id == key_id::large_segment_size_mb) {
+      a.apply(items[i], *keys[i]);
+      large_given = true;
+    }
+    non_split_given =
+        non_split_given || (keys[i] != nullptr && keys[i]->id == key_id::max_non_split_rounding_mb);
+  }
+  if (large_given && !non_split_given) {
+    out.config.max_non_split_rounding_size = out.config.large_segment_size;
+  }
+  // Then the items in text order, stopping at the first error as PyTorch does.
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const item& it = items[i];
+    if (keys[i] == nullptr) {
+      const bool newer_key = find_key(it.key->text, k_newest_pytorch_grammar) != nullptr;
+      throw invalid_argument(
+          fmt::format("{}: unknown key '{}' ({}{}); valid keys: {}", origin, it.key->text,
+                      unknown_key_words(it.key->text, options.grammar),
+                      newer_key ? "; PyTorch 2.10 and later accept it" : "", valid_keys(options)));
+    }
+    const key_info& k = *keys[i];
+    if (k.id == key_id::policy && options.source != config_source::keel) {
+      throw invalid_argument(fmt::format(
+          "{}: 'policy' is keel's key, not PyTorch's (PyTorch would stop at it: \"{}\"); set it "
+          "in KEEL_ALLOC_CONF instead, e.g. KEEL_ALLOC_CONF=policy:{}",
+          origin, unknown_key_words("policy", options.grammar),
+          it.value != nullptr ? it.value->text : "keel"));
+    }
+    if (k.id == key_id::large_segment_size_mb) continue;
+    a.apply(it, k);
+    if (k.ignored && std::find(out.ignored_keys.begin(), out.ignored_keys.end(), k.name) ==
+                         out.ignored_keys.end()) {
+      out.ignored_keys.emplace_back(k.name);
+    }
+  }
+  return out;
+}
+
+parsed_allocator_config allocator_config::parse_pytorch(std::string_view text,
+                                                        pytorch_grammar grammar,
+                                                        std::string_view origin) {
+  return parse(text, origin, allocator_config{}, {grammar, config_source::pytorch});
+}
+
+parsed_allocator_config allocator_config::parse_environment(pytorch_grammar grammar) {
+  parsed_allocator_config out;
+  const char* name = "PYTORCH_CUDA_ALLOC_CONF";
+  const char* torch_conf = std::getenv(name);
+  if (torch_conf == nullptr && !is_legacy(grammar)) {
+    name = "PYTORCH_ALLOC_CONF";  // the newer parser's own name, read after the CUDA one
+    torch_conf = std::getenv(name);
+  }
+  if (torch_conf != nullptr) out = parse_pytorch(torch_conf, grammar, name);
+  if (const char* keel_conf = std::getenv("KEEL_ALLOC_CONF")) {
+    parsed_allocator_config k =
+        parse(keel_conf, "KEEL_ALLOC_CONF", out.config, {grammar, config_source::keel});
+    out.config = k.config;
+    for (std::string& key : k.ignored_keys) {
+      if (std::find(out.ignored_keys.begin(), out.ignored_keys.end(), key) ==
+          out.ignored_keys.end()) {
+        out.ignored_keys.push_back(std::move(key));
       }
     }
   }
-  return c;
+  return out;
 }
 
-allocator_config allocator_config::from_environment() {
-  if (const char* keel_conf = std::getenv("KEEL_ALLOC_CONF")) {
-    return parse(keel_conf, "KEEL_ALLOC_CONF");
-  }
-  if (const char* torch_conf = std::getenv("PYTORCH_CUDA_ALLOC_CONF")) {
-    return parse(torch_conf, "PYTORCH_CUDA_ALLOC_CONF");
-  }
-  return {};
+allocator_config allocator_config::from_environment(pytorch_grammar grammar) {
+  return parse_environment(grammar).config;
+}
+
+std::string allocator_config::pytorch_string() const {
+  allocator_config c = *this;
+  c.policy = policy_kind::pytorch;
+  return c.to_string();
 }
 
 std::string allocator_config::to_string() const {
   std::vector<std::string> items;
-  if (policy != policy_kind::pytorch) items.push_back(fmt::format("policy:{}", keel::memory::to_string(policy)));
-  if (max_split_size != k_unlimited) items.push_back(fmt::format("max_split_size_mb:{}", max_split_size / k_mb));
-  if (max_non_split_rounding_size != 20u << 20) {
-    items.push_back(fmt::format("max_non_split_rounding_mb:{}", max_non_split_rounding_size / k_mb));
+  if (policy != policy_kind::pytorch) {
+    items.push_back(fmt::format("policy:{}", keel::memory::to_string(policy)));
+  }
+  if (cuda_malloc_async) items.emplace_back("backend:cudaMallocAsync");
+  if (large_segment_size != k_large_segment) {
+    items.push_back(fmt::format("large_segment_size_mb:{}", large_segment_size / k_mb));
+  }
+  if (max_split_size != k_unlimited) {
+    items.push_back(fmt::format("max_split_size_mb:{}", max_split_size / k_mb));
+  }
+  if (max_non_split_rounding_size != large_segment_size) {
+    items.push_back(
+        fmt::format("max_non_split_rounding_mb:{}", max_non_split_rounding_size / k_mb));
   }
   if (garbage_collection_threshold > 0) {
     items.push_back(fmt::format("garbage_collection_threshold:{}", garbage_collection_threshold));
   }
-  if (std::any_of(roundup_power2_divisions.begin(), roundup_power2_divisions.end(),
-                  [](std::size_t d) { return d != 0; })) {
-    if (std::all_of(roundup_power2_divisions.begin(), roundup_power2_divisions.end(),
-                    [&](std::size_t d) { return d == roundup_power2_divisions[0]; })) {
-      items.push_back(fmt::format("roundup_power2_divisions:{}", roundup_power2_divisions[0]));
+  const auto& d = roundup_power2_divisions;
+  if (std::any_of(d.begin(), d.end(), [](std::size_t v) { return v != 0; })) {
+    if (std::all_of(d.begin(), d.end(), [&](std::size_t v) { return v == d[0]; })) {
+      items.push_back(fmt::format("roundup_power2_divisions:{}", d[0]));
     } else {
-      // Runs of equal divisions. PyTorch's list syntax: the first entry also fills every
-      // interval below it, unnamed intervals stay 0, and '>' fills from the last named one on.
-      const auto& d = roundup_power2_divisions;
+      // Runs of equal divisions. The first entry also fills every interval below it; the last
+      // run is its first interval named and then '>' with the same divisions, which both
+      // grammars read alike (whether '>' starts at that interval or after it).
       std::vector<std::pair<std::size_t, std::size_t>> runs;  // [start, end]
       for (std::size_t i = 0; i < k_intervals; ++i) {
         if (i == 0 || d[i] != d[i - 1]) runs.push_back({i, i});
         runs.back().second = i;
       }
       std::vector<std::string> parts;
-      const auto name = [&](std::size_t i) { parts.push_back(fmt::format("{}:{}", std::size_t{1} << i, d[i])); };
+      const auto name = [&](std::size_t i) {
+        parts.push_back(fmt::format("{}:{}", std::size_t{1} << i, d[i]));
+      };
       name(runs.front().second);
       for (std::size_t r = 1; r < runs.size(); ++r) {
         const auto [start, end] = runs[r];
@@ -154,9 +675,33 @@ std::string allocator_config::to_string() const {
       items.push_back(fmt::format("roundup_power2_divisions:[{}]", fmt::join(parts, ",")));
     }
   }
-  if (expandable_segments) items.push_back("expandable_segments:True");
-  if (release_lock_on_malloc) items.push_back("release_lock_on_cudamalloc:True");
+  if (expandable_segments) items.emplace_back("expandable_segments:True");
+  if (release_lock_on_malloc) items.emplace_back("release_lock_on_cudamalloc:True");
+  if (per_process_memory_fraction) {
+    items.push_back(fmt::format("per_process_memory_fraction:{}", *per_process_memory_fraction));
+  }
   return fmt::format("{}", fmt::join(items, ","));
+}
+
+std::optional<std::string> allocator_config::replay_limitation() const {
+  if (cuda_malloc_async) {
+    return std::string(
+        "backend:cudaMallocAsync replaces PyTorch's caching allocator with CUDA's stream-ordered "
+        "allocator (cudaMallocAsync pools); keel does not model it, so a replay would not show "
+        "what that run did");
+  }
+  if (large_segment_size != k_large_segment) {
+    return fmt::format(
+        "large_segment_size_mb:{} changes the segment size of 1-10 MiB requests; keel's allocator "
+        "uses PyTorch's fixed 20 MiB, so a replay would not show what that run did",
+        large_segment_size / k_mb);
+  }
+  return std::nullopt;
+}
+
+std::string ignored_keys_line(std::span<const std::string> keys) {
+  if (keys.empty()) return {};
+  return fmt::format("ignored (does not affect replay): {}", fmt::join(keys, ", "));
 }
 
 std::size_t allocator_config::divisions_for(std::size_t size) const noexcept {

@@ -374,6 +374,10 @@ json analysis_for_script(const json& dev, const std::string& path, const report_
     const auto entry = opt_int(*oom, "entry", path + ".oom");
     out["oom_entry"] = entry ? json(*entry) : json(nullptr);
   }
+  if (const json* rec = opt_object(dev, "recorded", path)) {
+    const auto budget = opt_bytes(*rec, "budget", path + ".recorded");
+    out["budget"] = budget ? json(*budget) : json(nullptr);
+  }
   return out;
 }
 
@@ -487,15 +491,17 @@ void write_recommendation(std::ostream& out, const device_info& d) {
   if (rec) {
     const std::string rp = p + ".recommendation";
     out << "<section class=\"card recommendation\" id=\"" << id
-        << "\"><div class=\"card-head\"><h2>Recommendation</h2>";
+        << "\"><div class=\"card-head\"><div class=\"rec-head\"><span "
+           "class=\"eyebrow\">Recommendation</span>"
+        << "<h2 class=\"rec-title\">" << esc(opt_string(*rec, "title", rp).value_or(""))
+        << "</h2></div>";
     if (const auto saving = opt_int(*rec, "saving", rp)) {
       out << "<span class=\"pill " << (*saving > 0 ? "good" : "neutral") << "\">"
           << (*saving > 0 ? "saves " + size_text(static_cast<std::uint64_t>(*saving))
                           : signed_size_text(*saving))
           << " of peak reserved</span>";
     }
-    out << "</div><p class=\"rec-title\">" << esc(opt_string(*rec, "title", rp).value_or(""))
-        << "</p>";
+    out << "</div>";
     const json& steps = opt_array(*rec, "steps", rp);
     if (!steps.empty()) out << "<ol class=\"steps\">";
     for (std::size_t i = 0; i < steps.size(); ++i) {
@@ -562,11 +568,9 @@ void write_candidates(std::ostream& out, const device_info& d) {
       out << " &middot; recorded settings peak at " << size_text(*base);
     out << "</p>";
     out << "<table class=\"candidates\" id=\"device-" << d.device << "-mode-" << m
-        << "-candidates\"><thead><tr>"
-        << "<th class=\"show\">plot</th><th>candidate</th><th>PYTORCH_CUDA_ALLOC_CONF</th><th "
-           "class=\"num\">peak reserved</th>"
-        << "<th class=\"num\">saving</th><th class=\"num\">peak allocated</th><th "
-           "class=\"num\">reserved / allocated</th>"
+        << "-candidates\"><thead><tr><th class=\"show\">plot</th><th>candidate</th>"
+        << "<th>setting</th><th class=\"num\">peak reserved</th><th class=\"num\">saving</th>"
+        << "<th class=\"num\">peak allocated</th><th class=\"num\">reserved / allocated</th>"
         << "<th class=\"num\">cudaMallocs</th><th>OOM</th></tr></thead><tbody>";
     const json& cands = opt_array(mode, "candidates", mp);
     for (std::size_t c = 0; c < cands.size(); ++c) {
@@ -575,46 +579,51 @@ void write_candidates(std::ostream& out, const device_info& d) {
       const bool recorded = opt_bool(cand, "recorded", cp).value_or(false);
       const bool is_best = best && *best == static_cast<std::int64_t>(c);
       const bool is_best_pt = best_pt && *best_pt == static_cast<std::int64_t>(c);
-      const auto saving = opt_int(cand, "saving", cp);
-      const bool oom = opt_bool(cand, "oom", cp).value_or(false);
+      const auto bytes_cell = [&](const char* key) {
+        const auto v = opt_bytes(cand, key, cp);
+        return v ? size_text(*v) : std::string("&ndash;");
+      };
+      // Plotted by default: the recorded settings, the best ones and the first two.
+      const bool plotted = recorded || is_best || is_best_pt || c < 2;
       out << "<tr data-candidate=\"" << c << "\"" << (is_best ? " class=\"best\"" : "")
-          << "><td class=\"show\">"
-          << "<label class=\"swatch-toggle\"><input type=\"checkbox\" data-mode=\"" << m
-          << "\" data-candidate=\"" << c << "\""
-          << (recorded || is_best || is_best_pt || c < 2 ? " checked" : "")
+          << "><td class=\"show\"><label class=\"swatch-toggle\"><input type=\"checkbox\" "
+             "data-mode=\""
+          << m << "\" data-candidate=\"" << c << "\"" << (plotted ? " checked" : "")
           << "><span class=\"swatch\" data-candidate=\"" << c << "\"></span></label></td><td>"
           << esc(opt_string(cand, "label", cp).value_or(fmt::format("candidate {}", c)));
       if (recorded) out << " <span class=\"tag\">recorded settings</span>";
       if (is_best) out << " <span class=\"tag good\">best</span>";
       if (is_best_pt && !is_best) out << " <span class=\"tag\">best PyTorch</span>";
-      const std::string policy = opt_string(cand, "policy", cp).value_or("");
-      if (policy == "keel") out << " <span class=\"tag keel\">keel policy</span>";
-      if (const auto frac = opt_number(cand, "memory_fraction", cp))
+      if (opt_string(cand, "policy", cp).value_or("") == "keel") {
+        out << " <span class=\"tag keel\">keel policy</span>";
+      }
+      if (const auto frac = opt_number(cand, "memory_fraction", cp)) {
         out << " <span class=\"tag\">memory fraction " << fmt::format("{:g}", *frac) << "</span>";
-      out << "</td><td><code>" << esc(opt_string(cand, "conf", cp).value_or(""))
-          << "</code></td><td class=\"num\">"
-          << (opt_bytes(cand, "peak_reserved", cp)
-                  ? size_text(*opt_bytes(cand, "peak_reserved", cp))
-                  : "&ndash;")
-          << "</td><td class=\"num "
-          << (saving && *saving > 0   ? "good"
-              : saving && *saving < 0 ? "bad"
+      }
+      // The setting as it is set: the environment line when the analysis gives one.
+      const auto env = opt_string(cand, "env", cp);
+      const std::string conf = opt_string(cand, "conf", cp).value_or("");
+      out << "</td><td class=\"setting\"><code>"
+          << (env            ? esc(*env)
+              : conf.empty() ? std::string("(defaults)")
+                             : esc(conf))
+          << "</code></td>";
+      out << "<td class=\"num\">" << bytes_cell("peak_reserved") << "</td>";
+      const auto saving = opt_int(cand, "saving", cp);
+      out << "<td class=\"num"
+          << (saving && *saving > 0   ? " good"
+              : saving && *saving < 0 ? " bad"
                                       : "")
-          << "\">" << (saving ? signed_size_text(*saving) : "&ndash;") << "</td><td class=\"num\">"
-          << (opt_bytes(cand, "peak_allocated", cp)
-                  ? size_text(*opt_bytes(cand, "peak_allocated", cp))
-                  : "&ndash;")
-          << "</td><td class=\"num\">"
-          << (opt_number(cand, "fragmentation", cp)
-                  ? fmt::format("{:.3f}", *opt_number(cand, "fragmentation", cp))
-                  : "&ndash;")
-          << "</td><td class=\"num\">"
-          << (opt_int(cand, "device_mallocs", cp)
-                  ? count_text(static_cast<std::uint64_t>(
-                        std::max<std::int64_t>(0, *opt_int(cand, "device_mallocs", cp))))
-                  : "&ndash;")
+          << "\">" << (saving ? signed_size_text(*saving) : "&ndash;") << "</td>";
+      out << "<td class=\"num\">" << bytes_cell("peak_allocated") << "</td>";
+      const auto frag = opt_number(cand, "fragmentation", cp);
+      out << "<td class=\"num\">" << (frag ? fmt::format("{:.3f}", *frag) : "&ndash;") << "</td>";
+      const auto mallocs = opt_int(cand, "device_mallocs", cp);
+      out << "<td class=\"num\">"
+          << (mallocs ? count_text(static_cast<std::uint64_t>(std::max<std::int64_t>(0, *mallocs)))
+                      : "&ndash;")
           << "</td><td>";
-      if (oom) {
+      if (opt_bool(cand, "oom", cp).value_or(false)) {
         const auto at = opt_int(cand, "oom_entry", cp);
         out << "<span class=\"tag bad\">OOM" << (at ? fmt::format(" at entry {}", *at) : "")
             << "</span>";
@@ -622,10 +631,6 @@ void write_candidates(std::ostream& out, const device_info& d) {
         out << "no";
       }
       out << "</td></tr>";
-      if (const auto env = opt_string(cand, "env", cp)) {
-        out << "<tr class=\"env\" data-candidate=\"" << c << "\"><td></td><td colspan=\"8\"><code>"
-            << esc(*env) << "</code></td></tr>";
-      }
     }
     out << "</tbody></table></div>";
   }
@@ -726,11 +731,11 @@ void write_device(std::ostream& out, const device_info& d, bool active) {
            "value=\"time\">time</option>"
         << "<option value=\"entry\">trace entry</option></select></label>"
         << "<button type=\"button\" class=\"zoom-reset\">Reset zoom</button></div></div>"
-        << "<p class=\"hint\">Each band is one allocation, stacked in allocation order; those live "
-           "before the window start "
-           "lie at the bottom (lighter). Hover for its stack, wheel to zoom, drag to zoom to a "
-           "range, click to inspect "
-           "the allocator state at that moment.</p>"
+        << "<p class=\"hint\">One band per allocation, stacked in allocation order; the lighter "
+           "ones "
+           "at the bottom were live before the trace window. Hover: call stack &middot; wheel: "
+           "zoom "
+           "&middot; drag: zoom to a range &middot; click: the allocator state at that moment.</p>"
         << "<div class=\"chart\" data-chart=\"active\"><canvas class=\"plot\"></canvas><div "
            "class=\"tooltip\" hidden></div></div>"
         << "<div class=\"overview\" data-chart=\"overview\"><canvas></canvas></div>"
@@ -750,7 +755,8 @@ void write_device(std::ostream& out, const device_info& d, bool active) {
            "reserved</label></div></div>"
         << "<p class=\"hint\">Solid: reserved (segments held from the driver); dashed: allocated "
            "(requested bytes live). "
-           "The wide grey band: the recording itself. Each pixel column shows the maxima of its entries.</p>"
+           "The wide grey band: the recording itself. Each pixel column shows the maxima of its "
+           "entries.</p>"
         << "<div class=\"chart\" data-chart=\"lines\"><canvas class=\"plot\"></canvas><div "
            "class=\"tooltip\" hidden></div></div>"
         << "<div class=\"legend\" id=\"device-" << d.device << "-legend\"></div>";

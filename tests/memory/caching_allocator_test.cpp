@@ -36,10 +36,17 @@ TEST(RoundSize, PowerOfTwoDivisions) {
   EXPECT_EQ(four.round_size(300 * k_mib_), 320 * k_mib_);
   caching_allocator listed(b, conf("roundup_power2_divisions:[256:1,512:2,>:8]"));
   EXPECT_EQ(listed.round_size(300 * k_mib_), 300 * k_mib_);  // interval 256 MiB: 1 division
-  // As in PyTorch, '>' fills from the last named interval on, overwriting its own value: the
-  // 512 MiB interval gets 8 divisions, not 2.
-  EXPECT_EQ(listed.round_size(600 * k_mib_), 640 * k_mib_);
+  // PyTorch 2.10+ fills '>' from the interval after the last named one: 512 MiB keeps 2.
+  EXPECT_EQ(listed.round_size(600 * k_mib_), 768 * k_mib_);
   EXPECT_EQ(listed.round_size(1100 * k_mib_), 1152 * k_mib_);
+  // PyTorch 2.0-2.9 filled from the last named interval on, overwriting its own value: the
+  // 512 MiB interval gets 8 divisions, not 2.
+  caching_allocator legacy(
+      b, allocator_config::parse_pytorch("roundup_power2_divisions:[256:1,512:2,>:8]",
+                                         pytorch_grammar::cuda_allocator_config)
+             .config);
+  EXPECT_EQ(legacy.round_size(600 * k_mib_), 640 * k_mib_);
+  EXPECT_EQ(legacy.round_size(1100 * k_mib_), 1152 * k_mib_);
   caching_allocator no_gt(b, conf("roundup_power2_divisions:[256:1,512:2]"));
   EXPECT_EQ(no_gt.round_size(600 * k_mib_), 768 * k_mib_);  // 2 divisions: steps of 256 MiB
   EXPECT_EQ(listed.round_size(3 * k_mib_ + 1), 3 * k_mib_ + 512);  // below 256 MiB: 1

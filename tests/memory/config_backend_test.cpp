@@ -1,72 +1,15 @@
-// allocator_config parsing and the sim/host backends' primitives.
+// The sim and host backends' primitives (allocator_config's tests: allocator_config_test.cpp).
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 
-#include <cstdlib>
 #include <cstring>
 
 #include "keel/core/error.hpp"
-#include "keel/memory/allocator_config.hpp"
 #include "keel/memory/host_backend.hpp"
 #include "keel/memory/sim_backend.hpp"
 
 namespace keel::memory {
 namespace {
-
-std::string error_of(std::string_view text) {
-  try {
-    allocator_config::parse(text, "PYTORCH_CUDA_ALLOC_CONF");
-  } catch (const invalid_argument& e) {
-    return e.what();
-  }
-  return "no error";
-}
-
-TEST(AllocatorConfig, ParsesPyTorchSyntax) {
-  const allocator_config c = allocator_config::parse(
-      "max_split_size_mb:256,garbage_collection_threshold:0.8,expandable_segments:True,"
-      "roundup_power2_divisions:[256:1,>:4],max_non_split_rounding_mb:64,policy:keel");
-  EXPECT_EQ(c.max_split_size, 256u << 20);
-  EXPECT_DOUBLE_EQ(c.garbage_collection_threshold, 0.8);
-  EXPECT_TRUE(c.expandable_segments);
-  EXPECT_EQ(c.max_non_split_rounding_size, 64u << 20);
-  EXPECT_EQ(c.policy, policy_kind::keel);
-  EXPECT_EQ(c.roundup_power2_divisions[0], 1u);   // first entry fills below it
-  EXPECT_EQ(c.roundup_power2_divisions[8], 4u);   // '>' overwrites from the last named on
-  EXPECT_EQ(c.roundup_power2_divisions[15], 4u);
-  EXPECT_EQ(allocator_config::parse(c.to_string()), c);
-  EXPECT_EQ(allocator_config::parse("").to_string(), "");
-  EXPECT_EQ(allocator_config::parse("roundup_power2_divisions:8").roundup_power2_divisions[3], 8u);
-}
-
-TEST(AllocatorConfig, ErrorsNameKeyValueAndWhatIsAllowed) {
-  EXPECT_EQ(error_of("max_split_size_mb:10"),
-            "PYTORCH_CUDA_ALLOC_CONF: invalid value '10' for max_split_size_mb: expected an "
-            "integer in [20, 17592186044415]");
-  EXPECT_NE(error_of("garbage_collection_threshold:1").find("expected a number in (0, 1)"),
-            std::string::npos);
-  EXPECT_NE(error_of("roundup_power2_divisions:3").find("expected a power of two"), std::string::npos);
-  EXPECT_NE(error_of("roundup_power2_divisions:[300:2]").find("'300'"), std::string::npos);
-  EXPECT_NE(error_of("roundup_power2_divisions:[256]").find("expected SIZE_MB:DIVISIONS"),
-            std::string::npos);
-  EXPECT_NE(error_of("expandable_segments:maybe").find("expected True or False"), std::string::npos);
-  EXPECT_NE(error_of("policy:fast").find("expected pytorch or keel"), std::string::npos);
-  EXPECT_NE(error_of("max_split_size:256").find("valid keys: max_split_size_mb"), std::string::npos);
-}
-
-TEST(AllocatorConfig, EnvironmentPrefersKeelAllocConf) {
-  setenv("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True", 1);
-  unsetenv("KEEL_ALLOC_CONF");
-  EXPECT_TRUE(allocator_config::from_environment().expandable_segments);
-  setenv("KEEL_ALLOC_CONF", "policy:keel", 1);
-  const allocator_config c = allocator_config::from_environment();
-  EXPECT_EQ(c.policy, policy_kind::keel);
-  EXPECT_FALSE(c.expandable_segments);
-  setenv("KEEL_ALLOC_CONF", "bogus:1", 1);
-  EXPECT_THROW(allocator_config::from_environment(), invalid_argument);
-  unsetenv("KEEL_ALLOC_CONF");
-  unsetenv("PYTORCH_CUDA_ALLOC_CONF");
-}
 
 TEST(SimBackend, DeterministicAlignedAddressesAndCapacity) {
   sim_backend a(100u << 20);

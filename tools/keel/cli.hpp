@@ -31,6 +31,8 @@ void require_readable_file(const std::string& path);
 
 // `keel mem bench` (tools/keel/mem_bench.cpp), added to the mem group by add_mem_commands.
 void add_mem_bench_command(CLI::App& mem);
+// `keel mem compare` (tools/keel/mem_compare.cpp), added to the mem group by add_mem_commands.
+void add_mem_compare_command(CLI::App& mem);
 
 // The subcommand groups, one source file each.
 void add_mem_commands(CLI::App& root);

@@ -155,6 +155,7 @@ void add_mem_commands(CLI::App& root) {
 
   add_mem_advise_commands(*group);
   add_mem_bench_command(*group);
+  add_mem_compare_command(*group);
 }
 
 }  // namespace keel::cli

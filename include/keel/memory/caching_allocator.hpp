@@ -72,9 +72,10 @@ struct memory_usage {
 
 class caching_allocator {
  public:
-  // `device` only labels snapshots and messages.
-  explicit caching_allocator(backend& device_backend,
-                             const allocator_config& config = allocator_config::from_environment(),
+  // `device` only labels snapshots and messages. The config is the caller's: a bare
+  // caching_allocator(backend) has PyTorch's defaults and does not read the environment (pass
+  // allocator_config::from_environment() for that).
+  explicit caching_allocator(backend& device_backend, const allocator_config& config = {},
                              int device = 0);
   ~caching_allocator();
   caching_allocator(const caching_allocator&) = delete;

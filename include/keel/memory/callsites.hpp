@@ -9,18 +9,20 @@
 // PyTorch records it, that is user code:
 //   1. the innermost Python frame (file ending in .py, or "<...>") that is not library
 //      internals: torch itself (site-/dist-packages/torch/..., or any path with a torch/
-//      directory), the Python standard library, einops and accelerate (thin dispatch
-//      wrappers: einops forwards to torch ops, accelerate/hooks.py wraps Module.forward), and
-//      the harnesses a program runs inside (IPython, ipykernel, tornado, traitlets, ray's
-//      worker loop, "<frozen ...>");
+//      directory; also functorch and triton), the Python standard library ("<frozen ...>"
+//      included), einops and accelerate (thin dispatch wrappers: einops forwards to torch
+//      ops, accelerate/hooks.py wraps Module.forward), transformers and diffusers outside
+//      their models/ directory (modeling_utils' to(), the sdpa integration, cache_utils:
+//      the model file that called them is the site), and the harnesses a program runs
+//      inside (IPython, ipykernel, tornado, traitlets, zmq, ray);
 //   2. else the innermost Python frame of any kind (a torch op called from nowhere else);
 //   3. else, for a stack of native (C++) frames only, e.g. allocations made by the autograd
 //      engine's thread, the innermost autograd node (torch::autograd::generated::*Backward*,
-//      AccumulateGrad), else the innermost operator (at::_ops::*), else the innermost frame
-//      memory_viz would show;
+//      AccumulateGrad), else the outermost operator (at::_ops::*: the op the caller asked
+//      for, not the factory under it), else the innermost frame;
 //   4. an empty stack is the site "no frames recorded" (module the same, category unknown).
-// The site is "file:line:function": file is the display path below, a native function loses
-// its argument list.
+// The site is "file:line:function": file is the display path below; a native function loses
+// its argument list, return type and template arguments.
 //
 // Module collapse (collapse_module; backslashes read as '/', a drive letter dropped):
 //   - site-packages/dist-packages paths: the path inside the package directory, collapsed to
@@ -30,53 +32,61 @@
 //     "vllm/model_executor/models/qwen2.py");
 //   - the standard library (".../lib/pythonX.Y/...", or ".../lib/..." under a python or
 //     cpython install on Windows): "stdlib:" and the top-level module ("stdlib:threading");
-//   - any other Python path (user code, vendored or source checkouts): from the directory
-//     before a models/ directory when there is one ("lib/transformers/models/llama/x.py" ->
-//     "transformers/models/llama/x.py"), "torch" when the path has a torch/ directory, else
-//     the file and its directory ("cs336_basics/transformer.py"), which is the same on every
-//     machine the code runs on;
+//   - any other Python path (user code, vendored or source checkouts): "torch" when the path
+//     has a torch/ directory; else from the directory before a models/ directory when there
+//     is one ("/x/lib/transformers/models/llama/m.py" -> "transformers/models/llama/m.py");
+//     else the file and its directory ("cs336_basics/transformer.py"), which is the same on
+//     every machine the code runs on; ".." is applied first;
 //   - native frames: "native:torch" for at::, c10::, torch:: and caffe2:: symbols, else
 //     "native:" and the first namespace, else "native".
 // The display path of a site is the same path uncollapsed: the package-relative path for
-// site-packages and the standard library, the module for other Python files, the base name
-// for native files ("??" when the frame has none).
+// site-packages and the standard library, the path from the torch/ directory for a torch
+// checkout, the module for other Python files, the base name for native files ("??" when
+// the frame has none).
 //
 // Categories (classify), after torch/profiler/_memory_profiler.py's Category but from the
 // stack alone. The first rule that matches wins:
-//   kv_cache        a frame names a KV cache: vllm's cache_engine, transformers' cache_utils,
-//                   a function or file with "kv_cache"/"kvcache" in it (keel's addition:
-//                   PyTorch's profiler has no such category, and in serving it is the
-//                   largest one);
-//   gradient        the backward pass made it: autograd engine frames (Engine::, PythonEngine,
-//                   *Backward*::apply, AccumulateGrad) or Python backward()/
-//                   _engine_run_backward. Still live after backward, that is a parameter's
-//                   .grad (autograd hands a node's output to .grad without a copy); in a
-//                   snapshot taken during backward it includes gradients in flight;
-//   autograd_detail the backward pass's own bookkeeping: InputBuffer::add/accumulate,
-//                   InputMetadata::reduce_grad, validate_outputs;
-//   activation      (inside backward) recomputation by torch.utils.checkpoint;
+//   kv_cache        a frame naming a KV cache (vLLM's cache_engine.py, transformers'
+//                   cache_utils.py, "kv_cache"/"kvcache" in a function or file name) that
+//                   is inside the innermost forward frame, or in a stack without one (so
+//                   vLLM's profiling forward run under _initialize_kv_caches stays an
+//                   activation). keel's addition: PyTorch's profiler has no such category,
+//                   and in serving it is the largest one;
+//   (backward)      the backward pass made it: autograd engine frames (Engine::,
+//                   PythonEngine::, torch::autograd::generated::*Backward*, AccumulateGrad)
+//                   or Python backward() / torch.autograd.grad / _engine_run_backward. Then:
+//     activation      recomputation by torch.utils.checkpoint (a checkpoint.py frame);
+//     autograd_detail the engine's bookkeeping: InputBuffer::add/accumulate,
+//                     InputMetadata::reduce_grad, validate_outputs;
+//     gradient        everything else. Still live after backward, that is a parameter's
+//                     .grad (autograd hands a node's output to .grad without a copy); in a
+//                     snapshot taken during backward it includes gradients in flight;
 //   optimizer_state a frame in optimizer code: a path component (directory or file stem)
 //                   "optim", "optimizer", "optimizers", or ending in "_optim"/"_optimizer"
 //                   (torch/optim/, megatron/core/optimizer/, transformer_engine's
 //                   optimizers/, a user's optimizers.py); mixed-precision master weights
 //                   built there count as optimizer state;
 //   parameter       model construction, loading or movement: Module._apply (to, cuda, half),
-//                   load_state_dict, _load_from_state_dict, torch/nn/parameter.py,
+//                   to_empty, load_state_dict, _load_from_state_dict, torch/nn/parameter.py,
 //                   torch/nn/init.py, torch/nn/parallel/replicate.py, __init__ or
-//                   reset_parameters of a torch.nn module, and functions named from_pretrained,
-//                   *load_weights, *create_weights, *init_weights, *model_provider,
-//                   set_module_tensor_to_device, get_model, build_model, load_model,
-//                   _initialize_model. Caveat: Megatron's param_and_grad_buffer allocates the
-//                   gradient buffer with the parameters, so it lands here;
+//                   reset_parameters in torch/nn/modules/, and functions named get_model,
+//                   build_model, load_model, _initialize_model, reset_parameters,
+//                   set_module_tensor_to_device, _load_pretrained_model or containing
+//                   load_state_dict, from_pretrained, load_weight, create_weight, init_weight,
+//                   model_provider. Caveat: Megatron's param_and_grad_buffer allocates the
+//                   gradient buffer next to the parameters, in the same frames: both land here;
 //   input           data loading and scattering: torch/utils/data/, DataParallel's
 //                   scatter_gather.py, torch_geometric/data/;
 //   activation      inside a forward: Module.__call__ frames (_call_impl,
-//                   _wrapped_call_impl) or a function named forward;
-//   input           a tensor's .to()/.cuda() (native THPVariable_to/THPVariable_cuda)
-//                   called outside a forward, model movement and optimizer (seen only when
-//                   native frames were recorded);
-//   unknown         none of these. temporary is never assigned: a temporary is defined by
-//                   its lifetime (freed within the op that made it), which a stack cannot tell.
+//                   _wrapped_call_impl, __call__ in torch/nn/modules/module.py) or a
+//                   function named forward;
+//   input           a tensor's .to()/.cuda() (native THPVariable_to/THPVariable_cuda frames)
+//                   outside all of the above (seen only when native frames were recorded);
+//   unknown         none of these, or no frames. temporary is never assigned: a temporary is
+//                   defined by its lifetime (freed within the op that made it), which a stack
+//                   cannot tell.
+// On the shared real snapshots, the bytes in unknown are mostly blocks without frames
+// (allocated before recording began): docs/memory.md has the table.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -119,8 +129,10 @@ struct live_allocation {
 
 // The live allocations of a snapshot's final state on `device`: its active_allocated and
 // active_pending_free blocks, in segment and address order, with their frames (2.0-era
-// files: the frames of the block's last history entry, else none). A device with no segments
-// gives an empty vector.
+// files: the frames of the block's last history entry). A block written without frames takes
+// those of the device trace's last `alloc` at its address that no free_completed followed,
+// when the sizes agree (or the block's requested size is unknown); else it has none. A
+// device with no segments gives an empty vector.
 std::vector<live_allocation> live_allocations(const snapshot& s, int device);
 
 // Where one stack is attributed (rules above).

@@ -1,13 +1,13 @@
 // keel memory report: the page's script. Embedded into the page by report_html.cpp.
 //
-// Reads the JSON document in <script id="keel-report-data"> (see report_html.hpp for its
+// Reads the JSON document in the script element #keel-report-data (see report_html.hpp for its
 // layout), and per device tab draws: the active-memory timeline per allocation (canvas,
 // one pixel column at a time from a sweep over the trace), an overview strip to select a
 // range, the recorded run and the analysis candidates as allocated/reserved lines, and the
 // allocator state at a selected event (walking the trace from the final state). Everything
 // from the snapshot is placed with textContent, never as HTML.
 //
-// For tests, the page reports on itself through attributes: <html data-rendered-ms> (time
+// For tests, the page reports on itself through attributes: html[data-rendered-ms] (time
 // from navigation start until the first device's charts were drawn), and per device panel
 // data-rendered-ms, data-elements, data-columns and data-reserved-below-allocated (pixel
 // columns of any plotted series where reserved < allocated: always 0).
@@ -166,23 +166,37 @@
     return h >>> 0;
   }
   const NO_STACK_COLOR = '#b8c0ca';
-  function siteColor(id) {
+  // A device's palette: the call sites holding the most bytes get distinct colours, in order;
+  // the others one by hash. `weights` maps stack ids to bytes.
+  function makePalette(weights) {
+    const bySite = new Map();
+    for (const [id, bytes] of weights) {
+      const key = siteOf(id).key;
+      if (key !== '') bySite.set(key, (bySite.get(key) || 0) + bytes);
+    }
+    const ranked = [...bySite.entries()].sort((a, b) => b[1] - a[1]);
+    const pal = new Map();
+    ranked.slice(0, SITE_COLORS.length).forEach(([key], i) => pal.set(key, SITE_COLORS[i]));
+    return pal;
+  }
+  function siteColor(id, pal) {
     const key = siteOf(id).key;
-    return key === '' ? NO_STACK_COLOR : SITE_COLORS[hash(key) % SITE_COLORS.length];
+    if (key === '') return NO_STACK_COLOR;
+    return (pal && pal.get(key)) || SITE_COLORS[hash(key) % SITE_COLORS.length];
   }
   function rgb(hex) { return [parseInt(hex.slice(1, 3), 16), parseInt(hex.slice(3, 5), 16), parseInt(hex.slice(5, 7), 16)]; }
   function packRGBA(r, g, b) { return (255 << 24 | b << 16 | g << 8 | r) >>> 0; }  // little-endian ImageData
   const colorCache = new Map();
   // [normal, lighter (live before the window), darker (top edge)] as packed pixels.
-  function sitePixels(id) {
-    const key = siteOf(id).key;
-    let c = colorCache.get(key);
+  function sitePixels(id, pal) {
+    const hex = siteColor(id, pal);
+    let c = colorCache.get(hex);
     if (c) return c;
-    const [r, g, b] = rgb(siteColor(id));
+    const [r, g, b] = rgb(hex);
     const mix = (x, t, w) => Math.round(x + (t - x) * w);
     c = [packRGBA(r, g, b), packRGBA(mix(r, 255, 0.45), mix(g, 255, 0.45), mix(b, 255, 0.45)),
       packRGBA(mix(r, 0, 0.28), mix(g, 0, 0.28), mix(b, 0, 0.28))];
-    colorCache.set(key, c);
+    colorCache.set(hex, c);
     return c;
   }
 
@@ -292,9 +306,12 @@
       for (let i = 1; i < n; i++) if (tr.time[i] < tr.time[i - 1]) { timeOk = false; break; }
       if (timeOk && tr.time[n - 1] <= tr.time[0]) timeOk = false;
     }
+    const weights = new Map();
+    for (let e = 0; e < elSize.length; e++) weights.set(elStack[e], (weights.get(elStack[e]) || 0) + elSize[e]);
+    const palette = makePalette(weights);
     const colors = new Uint32Array(elSize.length), colorsTop = new Uint32Array(elSize.length);
     for (let e = 0; e < elSize.length; e++) {
-      const c = sitePixels(elStack[e]);
+      const c = sitePixels(elStack[e], palette);
       colors[e] = elStart[e] < 0 ? c[1] : c[0];
       colorsTop[e] = c[2];
     }
@@ -303,7 +320,7 @@
       elSize: Float64Array.from(elSize), elStack: Int32Array.from(elStack), elStart: Int32Array.from(elStart),
       elEnd: Int32Array.from(elEnd), elAddr: Float64Array.from(elAddr), elFreeReq: Int32Array.from(elFreeReq),
       evElem, extraRemove, initial: Int32Array.from(initial), initialTotal, tot, res, startReserved,
-      finalReserved, peakIdx, peak, colors, colorsTop, streams: tr.stream,
+      finalReserved, peakIdx, peak, colors, colorsTop, palette, streams: tr.stream,
     };
   }
 
@@ -312,6 +329,12 @@
   function DeviceView(dev, panel) {
     const id = dev.device;
     const M = dev.entries > 0 ? buildModel(dev) : null;
+    // Colours by call site: the trace's allocations rank the sites, else the final blocks.
+    const palette = M ? M.palette : (() => {
+      const w = new Map(), sg = dev.segments;
+      for (let b = 0; b < sg.b_addr.length; b++) if (sg.b_state[b]) w.set(sg.b_stack[b], (w.get(sg.b_stack[b]) || 0) + (sg.b_req[b] || sg.b_size[b]));
+      return makePalette(w);
+    })();
     const an = dev.analysis;
     const view = { axis: M && M.timeOk ? 'time' : 'entry', x0: 0, x1: 1, selected: M ? M.n - 1 : -1, mode: 0 };
     const q = sel => panel.querySelector(sel);
@@ -480,7 +503,7 @@
       drawYAxis(ctx, w, h, yt);
       drawXAxis(ctx, w, h, view.x0, view.x1);
       drawMarkers(ctx, w, h, view.x0, view.x1);
-      lastActive = { cols, rows, rep, pick, dpr, w, h, yt, lo };
+      lastActive = { cols, rows, rep, pick, dpr, w, h, yt, lo, highlighted: -1 };
       panel.dataset.columns = String(cols);
       active.dataset.drawn = String(cols);
       drawOverview();
@@ -599,11 +622,20 @@
           if (s.m.r[c] < s.m.a[c]) belowCount++;
         }
       }
+      const budget = an && an.budget ? an.budget : 0;
+      if (budget > ymax && budget < ymax * 1.5) ymax = budget;
       const yt = byteTicks(Math.max(1, ymax) * 1.04, Math.max(3, Math.floor(h / 55)));
       drawYAxis(ctx, w, h, yt);
       drawXAxis(ctx, w, h, view.x0, view.x1);
       const ph = h - PAD.top - PAD.bottom;
       const yOf = v => PAD.top + ph - v / yt.max * ph;
+      if (budget && budget <= yt.max) {
+        const y = Math.round(yOf(budget)) + 0.5;
+        ctx.strokeStyle = '#c0262d'; ctx.lineWidth = 1; ctx.setLineDash([2, 3]);
+        ctx.beginPath(); ctx.moveTo(PAD.left, y); ctx.lineTo(w - PAD.right, y); ctx.stroke(); ctx.setLineDash([]);
+        ctx.fillStyle = '#c0262d'; ctx.font = FONT; ctx.textAlign = 'right'; ctx.textBaseline = 'bottom';
+        ctx.fillText('budget ' + fmtBytes(budget), w - PAD.right - 4, y - 2);
+      }
       ctx.save();
       ctx.beginPath(); ctx.rect(PAD.left, 0, w - PAD.left - PAD.right, h); ctx.clip();
       // The recording first, as a wide band the candidates' lines run along.
@@ -712,6 +744,27 @@
       const native = box.querySelector('.show-native');
       box.querySelector('.stack-frames').textContent = framesText(stackId, 0, native && native.checked);
     }
+    // Darkens every pixel of allocation e (-1: none) on an overlay, so its band shows across time.
+    function highlight(e) {
+      const la = lastActive;
+      if (!la || la.highlighted === e) return;
+      la.highlighted = e;
+      let overlay = active.querySelector('canvas.highlight');
+      if (!overlay) {
+        overlay = el('canvas', 'highlight');
+        active.insertBefore(overlay, active.querySelector('.tooltip'));
+      }
+      overlay.width = la.cols; overlay.height = la.rows;
+      overlay.style.left = PAD.left + 'px'; overlay.style.top = PAD.top + 'px';
+      overlay.style.width = la.cols / la.dpr + 'px'; overlay.style.height = la.rows / la.dpr + 'px';
+      const ctx = overlay.getContext('2d');
+      if (e < 0) { ctx.clearRect(0, 0, la.cols, la.rows); return; }
+      const img = ctx.createImageData(la.cols, la.rows);
+      const px = new Uint32Array(img.data.buffer);
+      const fill = packRGBA(17, 26, 39) & 0x73ffffff;  // 45% opaque ink
+      for (let k = 0; k < la.pick.length; k++) if (la.pick[k] === e) px[k] = fill;
+      ctx.putImageData(img, 0, 0);
+    }
     function setupActive() {
       const canvas = active.querySelector('canvas'), tip = active.querySelector('.tooltip');
       const box = el('div', 'selection-box'); box.hidden = true; active.appendChild(box);
@@ -739,13 +792,14 @@
         const e = lastActive.pick[r * lastActive.cols + c];
         const at = lastActive.rep[c];
         const here = 'At ' + entryText(at) + ': ' + fmtBytes(at >= 0 ? M.tot[at] : M.initialTotal) + ' live';
+        highlight(e);
         if (e < 0) { tooltipAt(active, tip, ev.clientX, ev.clientY, [el('div', null, here)]); return; }
         const site = siteOf(M.elStack[e]);
         tooltipAt(active, tip, ev.clientX, ev.clientY, [el('div', 'tt-title', site.label), el('div', null, elementText(e)),
           el('div', 'tt-frames', framesText(M.elStack[e], 8)), el('div', 'muted', here)]);
         showStack(site.full + ' \u2014 ' + elementText(e), M.elStack[e]);
       });
-      canvas.addEventListener('mouseleave', () => { tip.hidden = true; });
+      canvas.addEventListener('mouseleave', () => { tip.hidden = true; highlight(-1); });
       const native = panel.querySelector('.stack-panel .show-native');
       if (native) native.addEventListener('change', () => { if (shownStack) showStack(shownStack.title, shownStack.stackId); });
       canvas.addEventListener('mousedown', ev => {
@@ -989,7 +1043,7 @@
       const w = Math.max(320, container.clientWidth);
       const pw = w - 16;
       let cap = Math.max(largest, reserved / 36, 1);
-      const ROW = 18, GAP = 6, SEP = 3;
+      const SEP = 3;
       let rects;
       for (let attempt = 0; attempt < 6; attempt++) {
         rects = [];
@@ -998,13 +1052,16 @@
         for (let k = 0; k < segs.length; k++) {
           const sw = Math.max(2, segs[k].size * scale);
           if (x > 0 && x + sw > pw) { row++; x = 0; }
-          rects.push({ k, x: 8 + x, y: 6 + row * (ROW + GAP), w: Math.min(sw, pw), row });
+          rects.push({ k, x: 8 + x, w: Math.min(sw, pw), row });
           x += sw + SEP;
         }
         if (row < 48) break;
         cap *= 1.6;
       }
       const nrows = rects.length ? rects[rects.length - 1].row + 1 : 1;
+      // Rows get thinner when there are many of them.
+      const ROW = nrows > 24 ? 11 : nrows > 12 ? 14 : 18, GAP = nrows > 24 ? 4 : 6;
+      for (const rc of rects) rc.y = 6 + rc.row * (ROW + GAP);
       const h = Math.max(40, 12 + nrows * (ROW + GAP));
       const canvas = container.querySelector('canvas');
       canvas.style.height = h + 'px';
@@ -1019,7 +1076,7 @@
         for (const b of perSeg[rc.k]) {
           const bx = rc.x + (b.addr - s.addr) * bpx;
           const rw = Math.max(0.6, b.req * bpx), fw = Math.max(0, (b.size - b.req) * bpx);
-          ctx.fillStyle = b.pending ? '#e03b3b' : siteColor(b.stack);
+          ctx.fillStyle = b.pending ? '#e03b3b' : siteColor(b.stack, palette);
           ctx.fillRect(bx, rc.y, rw, ROW);
           if (fw >= 1) { ctx.fillStyle = '#f2b84b'; ctx.fillRect(bx + rw, rc.y, fw, ROW); }
         }
@@ -1032,6 +1089,15 @@
       segLayout = { rects, perSeg, ROW, scale };
       container.dataset.segments = String(segs.length);
       container.dataset.blocks = String(S.blocks.size - unplaced);
+      // The state walked from the final segments against the totals summed along the trace:
+      // the two must agree (the browser test compares them).
+      container.dataset.reserved = String(reserved);
+      container.dataset.allocated = String(allocated);
+      if (M) {
+        const i = view.selected;
+        container.dataset.traceReserved = String(i >= 0 ? M.res[i] : M.startReserved);
+        container.dataset.traceAllocated = String(i >= 0 ? M.tot[i] : M.initialTotal);
+      }
       drawStateSites();
       if (selectedSeg >= segs.length) selectedSeg = -1;
       drawSegmentDetail();
@@ -1122,7 +1188,7 @@
         tr.appendChild(el('td', 'num', fmtBytes(g.bytes)));
         tr.appendChild(el('td', 'num', fmtCount(g.count)));
         const bar = el('div', 'bar'); const fill = el('i'); fill.style.width = (100 * g.bytes / Math.max(1, total)).toFixed(1) + '%';
-        fill.style.background = siteColor(g.stack); bar.appendChild(fill);
+        fill.style.background = siteColor(g.stack, palette); bar.appendChild(fill);
         const tdb = el('td'); tdb.appendChild(bar); tr.appendChild(tdb);
         tr.addEventListener('mouseenter', () => { if (M) showStack(g.site.full, g.stack); });
         tbody.appendChild(tr);
@@ -1224,7 +1290,16 @@
       panel.dataset.renderMs = (performance.now() - t0).toFixed(1);
       panel.dataset.renderedMs = performance.now().toFixed(1);
     }
-    return { render, redraw: () => { if (M) { drawActive(); drawLines(); } drawState(); }, step: d => select(view.selected + d), hasTrace: !!M };
+    // Shows entries [a, b) only (a deep link's range=a-b).
+    function zoomEntries(a, b) {
+      if (!M) return;
+      a = Math.max(0, Math.min(M.n - 1, a)); b = Math.max(a + 1, Math.min(M.n, b));
+      const full = fullDomain();
+      clampView(a <= 0 ? full[0] : xOf(a), b >= M.n ? full[1] : xOf(b));
+      drawActive(); drawLines();
+    }
+    return { render, redraw: () => { if (M) { drawActive(); drawLines(); } drawState(); }, step: d => select(view.selected + d),
+      select, zoomEntries, hasTrace: !!M };
   }
 
   // --- tabs, copy buttons, keyboard ---
@@ -1247,7 +1322,7 @@
   let current = null;
   document.querySelectorAll('#device-tabs .tab').forEach(t => t.addEventListener('click', () => {
     show(Number(t.dataset.device));
-    history.replaceState(null, '', '#device-' + t.dataset.device);
+    try { history.replaceState(null, '', '#device-' + t.dataset.device); } catch (e) { /* file: URLs in some browsers */ }
   }));
   document.querySelectorAll('.copy').forEach(b => b.addEventListener('click', () => {
     const text = b.parentElement.querySelector('code').textContent;
@@ -1273,12 +1348,23 @@
     resizeTimer = setTimeout(() => { const v = views.get(current); if (v) v.redraw(); }, 150);
   });
 
-  // The first device: the URL's #device-N, else the active tab written by the page.
-  const fromHash = /^#device-(-?\d+)$/.exec(location.hash);
+  // The first device: the URL's #device-N, else the active tab written by the page. A link can
+  // also select an entry and a range of entries: #device-1&entry=421&range=300-500.
+  const link = {};
+  for (const part of location.hash.replace(/^#/, '').split('&')) {
+    const m = /^(device-|entry=|range=)(.*)$/.exec(part);
+    if (m) link[m[1].replace(/[-=]$/, '')] = m[2];
+  }
   const first = document.querySelector('#device-tabs .tab.active');
-  const start = fromHash && document.getElementById('device-' + fromHash[1]) ? Number(fromHash[1])
+  const start = link.device !== undefined && document.getElementById('device-' + link.device) ? Number(link.device)
     : first ? Number(first.dataset.device) : null;
-  if (start !== null) show(start);
+  if (start !== null) {
+    show(start);
+    const v = views.get(start);
+    const range = /^(\d+)-(\d+)$/.exec(link.range || '');
+    if (v && range) v.zoomEntries(Number(range[1]), Number(range[2]));
+    if (v && /^-?\d+$/.test(link.entry || '')) v.select(Number(link.entry));
+  }
   const ms = performance.now();
   root.dataset.renderedMs = ms.toFixed(1);
   const rt = document.getElementById('render-time');
