@@ -356,9 +356,16 @@ std::string to_text(const replay_result& r, const trace_model& model, const std:
                      format_size(r.requested_at_peak), format_size(r.internal_at_peak), format_size(r.external_at_peak),
                      r.fragmentation);
   out += fmt::format("driver    {} device mallocs, {} retries\n", r.device_mallocs, r.retries);
-  for (const replay_oom& o : r.ooms) {
+  if (!r.ooms.empty()) {
+    const replay_oom& o = r.ooms.front();
     out += fmt::format("OOM       at entry {} ({}): {}\n", o.entry, o.recorded ? "as recorded" : "not in the recording",
                        o.message);
+  }
+  if (r.ooms.size() > 1) {
+    std::vector<std::uint32_t> entries;
+    for (std::size_t i = 1; i < r.ooms.size() && i <= 8; ++i) entries.push_back(r.ooms[i].entry);
+    out += fmt::format("OOM       {} more, at entries {}{} (--json lists them)\n", r.ooms.size() - 1, fmt::join(entries, ", "),
+                       r.ooms.size() > 9 ? ", ..." : "");
   }
   if (r.stopped_at_oom) out += "stopped   at the first OOM the recording does not have (--continue-after-oom goes on)\n";
   if (r.recorded_ooms_served > 0) {
@@ -382,8 +389,9 @@ std::string to_text(const analysis& a) {
                        adv.capacity ? fmt::format(", device budget {}", format_size(*adv.capacity)) : "");
     if (const std::optional<fidelity_report> f = adv.fidelity()) out += "fidelity  " + f->line() + "\n";
     for (const mode_advice& m : adv.modes) {
-      out += fmt::format("\n{}; starts with {} reserved\n", describe(m.mode),
-                         format_size(m.ranked.empty() ? 0 : m.ranked.front().result.start_reserved));
+      out += m.mode == start_mode::window
+                 ? fmt::format("\n{}; starts with {} reserved\n", describe(m.mode), format_size(d.start_reserved))
+                 : fmt::format("\n{}; starts with {} live\n", describe(m.mode), format_size(d.start_requested));
       out += fmt::format("{:>4}  {:<60} {:>11} {:>11} {:>6} {:>7}\n", "rank", "settings", "peak resv", "saving", "frag",
                          "mallocs");
       for (std::size_t i = 0; i < m.ranked.size(); ++i) {

@@ -68,8 +68,16 @@ void find_settings(oom_explanation& x, const trace_model& model) {
   const advice a = advise(model, default_candidates(model.recorded_config, true), ao);
   if (a.modes.empty()) return;
   for (const ranked_result& r : a.modes.front().ranked) {
-    const bool serves = x.recorded ? r.result.avoids_recorded_ooms() : r.result.completed() && r.result.ooms.empty();
-    (serves ? x.would_serve : x.would_not).push_back(environment_line(r.settings));
+    // A recorded OOM's request is served when the replay serves it; a capacity's first OOM
+    // when the candidate gets past that entry (it may run out later: the line says so).
+    bool serves = r.result.avoids_recorded_ooms();
+    std::string line = environment_line(r.settings);
+    if (!x.recorded && !r.result.start_exceeds_capacity && !r.result.ooms.empty() &&
+        r.result.ooms.front().entry > x.entry) {
+      serves = true;
+      line += fmt::format(" (runs out later, at entry {})", r.result.ooms.front().entry);
+    }
+    (serves ? x.would_serve : x.would_not).push_back(std::move(line));
   }
 }
 

@@ -59,7 +59,8 @@ TEST(MemCli, ReplayJsonContract) {
 TEST(MemCli, ReplayUnderACapacityStopsAtTheFirstOom) {
   const process_result r = run_keel({"mem", "replay", k_example, "--capacity", "2GiB", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const auto& j = nlohmann::json::parse(r.out)["devices"][0];
+  const auto doc = nlohmann::json::parse(r.out);
+  const auto& j = doc["devices"][0];
   ASSERT_EQ(j["ooms"].size(), 1u);
   EXPECT_EQ(j["stopped_at_oom"], true);
   EXPECT_EQ(j["ooms"][0]["message"].get<std::string>().rfind("CUDA out of memory.", 0), 0u);
@@ -95,7 +96,8 @@ TEST(MemCli, AdviseJsonContract) {
 TEST(MemCli, ExplainSaysWhereTheMemoryWas) {
   const process_result r = run_keel({"mem", "explain", k_example, "--capacity", "5.5GiB", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const auto& j = nlohmann::json::parse(r.out)["devices"][0];
+  const auto doc = nlohmann::json::parse(r.out);
+  const auto& j = doc["devices"][0];
   EXPECT_EQ(j["found"], true);
   EXPECT_GT(j["request"].get<double>(), 0);
   EXPECT_FALSE(j["class"].is_null());
