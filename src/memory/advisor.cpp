@@ -182,7 +182,7 @@ std::string environment_line(const candidate& c) {
 std::string label(const candidate& c) {
   std::string conf = c.config.to_string();
   if (conf.empty()) conf = "PyTorch defaults";
-  if (c.memory_fraction) conf += fmt::format(" +fraction {}", *c.memory_fraction);
+  if (c.memory_fraction) conf += fmt::format(" +fraction {:.2f}", *c.memory_fraction);
   return conf + (c.baseline ? " [recorded]" : "");
 }
 

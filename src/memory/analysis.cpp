@@ -392,8 +392,10 @@ std::string to_text(const analysis& a) {
       out += m.mode == start_mode::window
                  ? fmt::format("\n{}; starts with {} reserved\n", describe(m.mode), format_size(d.start_reserved))
                  : fmt::format("\n{}; starts with {} live\n", describe(m.mode), format_size(d.start_requested));
-      out += fmt::format("{:>4}  {:<60} {:>11} {:>11} {:>6} {:>7}\n", "rank", "settings", "peak resv", "saving", "frag",
-                         "mallocs");
+      std::size_t width = 8;
+      for (const ranked_result& r : m.ranked) width = std::max(width, label(r.settings).size());
+      out += fmt::format("{:>4}  {:<{}} {:>11} {:>11} {:>6} {:>7}\n", "rank", "settings", width, "peak resv", "saving",
+                         "frag", "mallocs");
       for (std::size_t i = 0; i < m.ranked.size(); ++i) {
         const ranked_result& r = m.ranked[i];
         std::string flag;
@@ -402,7 +404,7 @@ std::string to_text(const analysis& a) {
         } else if (r.oom) {
           flag = r.result.ooms.empty() ? "  OOM" : fmt::format("  OOM at entry {}", r.result.ooms.front().entry);
         }
-        out += fmt::format("{:>4}  {:<60} {:>11} {:>11} {:>6.3f} {:>7}{}\n", i + 1, label(r.settings),
+        out += fmt::format("{:>4}  {:<{}} {:>11} {:>11} {:>6.3f} {:>7}{}\n", i + 1, label(r.settings), width,
                            format_size(r.result.peak_reserved), signed_size(r.saving), r.result.fragmentation,
                            r.result.device_mallocs, flag);
       }
