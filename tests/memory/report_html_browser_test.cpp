@@ -117,46 +117,85 @@ void expect_no_script_errors(const loaded& l) {
 }
 
 // An analysis of the trace made with keel's replay, as the analysis layer would: the recorded
-// settings and two other candidates, one mode, 4096-point timelines.
+// settings and two other candidates, one mode, 4096-point timelines, the fidelity line and a
+// recommendation of the best PyTorch setting when it saves memory.
 json replay_analysis(const snapshot& s, const std::string& name) {
   json devices = json::array();
   for (int dev : devices_in(s)) {
     if (static_cast<std::size_t>(dev) >= s.device_traces.size() ||
-        s.device_traces[static_cast<std::size_t>(dev)].empty())
+        s.device_traces[static_cast<std::size_t>(dev)].empty()) {
       continue;
+    }
     const trace_model m = build_trace_model(s, dev);
     json cands = json::array();
-    std::uint64_t baseline = 0;
-    std::size_t k = 0;
-    for (const char* conf : {"", "expandable_segments:True", "policy:keel"}) {
+    json d = {{"device", dev},
+              {"entries", m.entries},
+              {"comparable", true},
+              {"settings", m.recorded_config.pytorch_string()}};
+    std::int64_t baseline = 0, best = 0, best_saving = 0;
+    const std::vector<std::pair<const char*, const char*>> candidates = {
+        {"recorded settings", ""},
+        {"expandable segments", "expandable_segments:True"},
+        {"keel policy", "policy:keel"}};
+    for (std::size_t k = 0; k < candidates.size(); ++k) {
       replay_options o;
-      o.config = allocator_config::parse(conf, "test", m.recorded_config);
+      o.config = allocator_config::parse(candidates[k].second, "test", m.recorded_config);
       o.timeline_points = 4096;
       const replay_result r = replay(m, o);
-      if (k++ == 0) baseline = r.peak_reserved;
+      const auto peak = static_cast<std::int64_t>(r.peak_reserved);
+      if (k == 0) {
+        baseline = peak;
+        d["recorded"] = {{"peak_reserved", r.peak_reserved}, {"budget", nullptr}};
+        if (r.fidelity && !r.fidelity->first_mismatch) {
+          d["fidelity"] = {{"exact", true},
+                           {"line", "replay of the recorded settings reproduces all " +
+                                        std::to_string(r.fidelity->recorded_segments) +
+                                        " segment events and the peak"}};
+        }
+      }
       json tl = json::array();
       for (const timeline_point& p : r.timeline) tl.push_back({p.entry, p.allocated, p.reserved});
-      cands.push_back({{"label", *conf ? conf : "recorded settings"},
-                       {"conf", r.conf},
-                       {"policy", std::string(to_string(r.policy))},
-                       {"recorded", k == 1},
-                       {"peak_reserved", r.peak_reserved},
-                       {"peak_allocated", r.peak_allocated},
-                       {"saving", static_cast<std::int64_t>(baseline) -
-                                      static_cast<std::int64_t>(r.peak_reserved)},
-                       {"fragmentation", r.fragmentation},
-                       {"device_mallocs", r.device_mallocs},
-                       {"oom", !r.ooms.empty()},
-                       {"timeline", std::move(tl)}});
+      const std::string conf = o.config.pytorch_string();
+      const bool keel = r.policy == policy_kind::keel;
+      if (!keel && baseline - peak > best_saving)
+        best = static_cast<std::int64_t>(k), best_saving = baseline - peak;
+      cands.push_back(
+          {{"label", candidates[k].first},
+           {"conf", conf},
+           {"policy", std::string(to_string(r.policy))},
+           {"recorded", k == 0},
+           {"env", keel ? "KEEL_ALLOC_CONF=policy:keel" : "PYTORCH_CUDA_ALLOC_CONF=" + conf},
+           {"peak_reserved", r.peak_reserved},
+           {"peak_allocated", r.peak_allocated},
+           {"saving", baseline - peak},
+           {"fragmentation", r.fragmentation},
+           {"device_mallocs", r.device_mallocs},
+           {"oom", !r.ooms.empty()},
+           {"timeline", std::move(tl)}});
     }
-    devices.push_back({{"device", dev},
-                       {"entries", m.entries},
-                       {"comparable", true},
-                       {"modes",
-                        {{{"mode", "window"},
-                          {"label", "this window"},
-                          {"candidates", std::move(cands)},
-                          {"best", 0}}}}});
+    if (best > 0) {
+      const std::string conf = cands[static_cast<std::size_t>(best)]["conf"];
+      d["recommendation"] = {
+          {"mode", "window"},
+          {"candidate", best},
+          {"title", "Set PYTORCH_CUDA_ALLOC_CONF=" + conf},
+          {"saving", best_saving},
+          {"steps",
+           {{{"kind", "shell"}, {"text", "export PYTORCH_CUDA_ALLOC_CONF=" + conf}},
+            {{"kind", "python"},
+             {"text", "import os\nos.environ[\"PYTORCH_CUDA_ALLOC_CONF\"] = \"" + conf +
+                          "\"  # before the first CUDA allocation"}}}},
+          {"costs",
+           {std::to_string(
+                cands[static_cast<std::size_t>(best)]["device_mallocs"].get<std::int64_t>()) +
+            " driver calls in this window instead of " +
+            std::to_string(cands[0]["device_mallocs"].get<std::int64_t>())}}};
+    }
+    d["modes"] = {{{"mode", "window"},
+                   {"label", "this window (the recorded segments at its start)"},
+                   {"candidates", std::move(cands)},
+                   {"best_pytorch", best}}};
+    devices.push_back(std::move(d));
   }
   return {{"schema", k_analysis_schema}, {"trace", name}, {"devices", std::move(devices)}};
 }
@@ -213,11 +252,11 @@ TEST(ReportHtmlBrowser, RealTraceOf19kEventsRendersInUnder2s) {
   // A link to an entry inside a zoomed range, and to the state before the first entry (the
   // window began with 13,763,608,576 bytes reserved, SOURCES.md).
   const loaded zoomed =
-      run_chromium(*chromium, page, "#device-0&entry=5000&range=4000-9000", "--dump-dom");
+      run_chromium(*chromium, page, "#cuda:0&entry=5000&range=4000-9000", "--dump-dom");
   expect_no_script_errors(zoomed);
   expect_state_matches_trace(zoomed, "5000");
   EXPECT_NE(zoomed.dom.find("Range "), std::string::npos);
-  const loaded start = run_chromium(*chromium, page, "#device-0&entry=-1", "--dump-dom");
+  const loaded start = run_chromium(*chromium, page, "#cuda:0&entry=-1", "--dump-dom");
   expect_state_matches_trace(start, "-1");
   EXPECT_NE(start.dom.find("data-reserved=\"13763608576\""), std::string::npos);
   run_chromium(*chromium, page, "",
@@ -251,7 +290,7 @@ TEST(ReportHtmlBrowser, MultiDeviceTraceWithAnOom) {
   const snapshot s = read_snapshot(trace.string());
   const fs::path page = write_page("codeloc-qwen3-dp-train-oom.html", s, json::parse(in));
   // The OOM's device, chosen by the URL: its panel is drawn, the others wait for their tab.
-  const loaded l = run_chromium(*chromium, page, "#device-1&entry=421", "--dump-dom");
+  const loaded l = run_chromium(*chromium, page, "#cuda:1&entry=421", "--dump-dom");
   expect_no_script_errors(l);
   EXPECT_LT(rendered_ms(l), 2000);
   for (int dev : {0, 1, 2})
@@ -266,7 +305,7 @@ TEST(ReportHtmlBrowser, MultiDeviceTraceWithAnOom) {
   expect_state_matches_trace(l, "421");
   EXPECT_NE(l.dom.find("data-reserved=\"84202749952\""), std::string::npos);
   EXPECT_NE(l.dom.find("<span class=\"ev-action oom\">oom</span>"), std::string::npos);
-  run_chromium(*chromium, page, "#device-1",
+  run_chromium(*chromium, page, "#cuda:1",
                "--screenshot=" + (k_out / "codeloc-device-1.png").string(), "1400,2600");
 }
 
