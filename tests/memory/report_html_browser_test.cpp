@@ -15,6 +15,7 @@
 #include <iostream>
 #include <optional>
 #include <regex>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -72,18 +73,30 @@ struct loaded {
 // One headless Chromium run on `page` with a fresh profile. `mode` is "--dump-dom" or
 // "--screenshot=PATH".
 loaded run_chromium(const std::string& chromium, const fs::path& page, const std::string& fragment,
-                    const std::string& mode, const std::string& window = "1400,1000") {
+                    const std::string& mode, const std::string& window = "1400,1000",
+                    const std::vector<std::string>& extra = {}) {
   const fs::path profile =
       fs::temp_directory_path() /
       ("keel-chromium-" + std::to_string(::getpid()) + "-" + std::to_string(std::rand()));
   fs::create_directories(profile);
-  const test::process_result r = test::run_process(
-      {chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-       "--disable-background-networking", "--disable-component-update", "--disable-sync",
-       "--disable-extensions", "--hide-scrollbars", "--enable-logging=stderr",
-       "--user-data-dir=" + profile.string(), "--window-size=" + window, mode,
-       "file://" + fs::absolute(page).string() + fragment},
-      180);
+  std::vector<std::string> argv = {chromium,
+                                   "--headless",
+                                   "--no-sandbox",
+                                   "--disable-gpu",
+                                   "--disable-quic",
+                                   "--no-first-run",
+                                   "--disable-background-networking",
+                                   "--disable-component-update",
+                                   "--disable-sync",
+                                   "--disable-extensions",
+                                   "--hide-scrollbars",
+                                   "--enable-logging=stderr",
+                                   "--user-data-dir=" + profile.string(),
+                                   "--window-size=" + window,
+                                   mode};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  argv.push_back("file://" + fs::absolute(page).string() + fragment);
+  const test::process_result r = test::run_process(argv, 180);
   std::error_code ec;
   fs::remove_all(profile, ec);
   EXPECT_FALSE(r.timed_out) << chromium << " did not finish";
@@ -323,6 +336,105 @@ TEST(ReportHtmlBrowser, StateOnlySnapshotShowsItsSegments) {
   EXPECT_NE(l.dom.find("class=\"sites\""), std::string::npos) << "call sites of the live memory";
   run_chromium(*chromium, page, "",
                "--screenshot=" + (k_out / "verl-megatron-init-state.png").string());
+}
+
+// Drives the page as a user would: a script appended after the report's own (so the page's
+// code is the shipped one) hovers, clicks, drags, wheels, switches tabs, colours and lines,
+// and steps with the keyboard, then writes what it saw into <html data-test>. Virtual time
+// lets the page's animation frames run before the DOM is dumped.
+constexpr const char* k_interaction_script = R"js(
+(function () {
+  const res = {};
+  const panel = () => document.querySelector('.device-panel:not([hidden])');
+  const p = panel();
+  const active = p.querySelector('[data-chart=active] canvas.plot');
+  const r = active.getBoundingClientRect();
+  const at = (fx, fy) => ({ clientX: r.left + 66 + (r.width - 80) * fx, clientY: r.top + 10 + (r.height - 34) * fy, button: 0, bubbles: true });
+  const mouse = (target, type, pt) => target.dispatchEvent(new MouseEvent(type, pt));
+  // Hover near the bottom right: an allocation, its tooltip, its stack below the chart.
+  mouse(active, 'mousemove', at(0.97, 0.95));
+  res.tooltip = !p.querySelector('[data-chart=active] .tooltip').hidden;
+  res.stack = p.querySelector('.stack-frames').textContent.length;
+  res.highlight = !!p.querySelector('[data-chart=active] canvas.highlight');
+  // Click: the allocator state at that moment.
+  mouse(active, 'mousedown', at(0.5, 0.5));
+  mouse(window, 'mouseup', at(0.5, 0.5));
+  res.clicked = p.dataset.selected;
+  // Keyboard: one entry back.
+  document.dispatchEvent(new KeyboardEvent('keydown', { key: 'ArrowLeft', bubbles: true }));
+  res.stepped = p.dataset.selected;
+  // Waits (polling; the page redraws on animation frames) until cond() holds, then runs next.
+  const when = (cond, next, tries = 80) => cond() || tries === 0 ? next() : setTimeout(() => when(cond, next, tries - 1), 50);
+  const range = () => p.querySelector('.range-info').textContent;
+  // Drag from 40% to 60%: zoom to that range.
+  mouse(active, 'mousedown', at(0.4, 0.5));
+  mouse(active, 'mousemove', at(0.6, 0.5));
+  mouse(window, 'mouseup', at(0.6, 0.5));
+  when(() => range().startsWith('Range'), () => {
+    res.dragged = range();
+    p.querySelector('.zoom-reset').click();
+    when(() => range().startsWith('Whole'), () => {
+      res.reset = range();
+      active.dispatchEvent(new WheelEvent('wheel', { ...at(0.9, 0.5), deltaY: -600, cancelable: true }));
+      when(() => range().startsWith('Range'), () => {
+        res.wheeled = range();
+        // Lines: hide a candidate.
+        const lines = p.querySelector('[data-chart=lines]');
+        res.series = lines.dataset.series;
+        const box = p.querySelector('.candidates input[type=checkbox]:checked');
+        box.checked = false; box.dispatchEvent(new Event('change'));
+        res.seriesAfter = lines.dataset.series;
+        // Colour by category.
+        const sel = p.querySelector('.color-select');
+        sel.value = 'category'; sel.dispatchEvent(new Event('change'));
+        res.key = p.querySelector('.color-key').textContent;
+        // Another tab.
+        document.querySelector('#tab-device-2').click();
+        res.tab = panel().id;
+        res.tabRendered = panel().dataset.renderedMs || '';
+        document.documentElement.setAttribute('data-test', JSON.stringify(res));
+      });
+    });
+  });
+})();
+)js";
+
+TEST(ReportHtmlBrowser, InteractionsWork) {
+  REQUIRE_CHROMIUM();
+  const fs::path trace = k_traces / "codeloc-qwen3-dp-train-oom.pickle";
+  if (!fs::exists(trace)) GTEST_SKIP() << "shared trace not present: " << trace;
+  std::ifstream in(k_data / "report_analysis_codeloc.json");
+  std::ostringstream html;
+  write_html_report(html, read_snapshot(trace.string()), json::parse(in));
+  std::string text = html.str();
+  text.insert(text.rfind("</body>"), std::string("<script>") + k_interaction_script + "</script>");
+  fs::create_directories(k_out);
+  const fs::path page = k_out / "codeloc-interactions.html";
+  std::ofstream(page) << text;
+  const loaded l =
+      run_chromium(*chromium, page, "", "--dump-dom", "1400,1000", {"--virtual-time-budget=20000"});
+  expect_no_script_errors(l);
+  const std::string raw = attribute(html_tag(l.dom), "data-test");
+  ASSERT_FALSE(raw.empty()) << "the interaction script did not finish";
+  std::string unescaped = std::regex_replace(raw, std::regex("&quot;"), "\"");
+  unescaped = std::regex_replace(unescaped, std::regex("&amp;"), "&");
+  const json res = json::parse(unescaped);
+  EXPECT_TRUE(res["tooltip"].get<bool>()) << res;
+  EXPECT_GT(res["stack"].get<int>(), 10) << res;
+  EXPECT_TRUE(res["highlight"].get<bool>()) << res;
+  ASSERT_TRUE(res["clicked"].is_string()) << res;
+  EXPECT_EQ(std::stoi(res["stepped"].get<std::string>()),
+            std::stoi(res["clicked"].get<std::string>()) - 1)
+      << res;
+  EXPECT_EQ(res["dragged"].get<std::string>().rfind("Range ", 0), 0u) << res;
+  EXPECT_EQ(res["reset"].get<std::string>().rfind("Whole trace", 0), 0u) << res;
+  EXPECT_EQ(res["wheeled"].get<std::string>().rfind("Range ", 0), 0u) << res;
+  EXPECT_EQ(std::stoi(res["seriesAfter"].get<std::string>()),
+            std::stoi(res["series"].get<std::string>()) - 1)
+      << res;
+  EXPECT_NE(res["key"].get<std::string>().find("activation"), std::string::npos) << res;
+  EXPECT_EQ(res["tab"], "device-2") << res;
+  EXPECT_NE(res["tabRendered"], "") << res;
 }
 
 TEST(ReportHtmlBrowser, HostileNamesDoNotRun) {
