@@ -22,6 +22,7 @@
 #include "keel/core/bytes.hpp"
 #include "keel/core/error.hpp"
 #include "keel/core/xml_escape.hpp"
+#include "keel/memory/callsites.hpp"
 
 namespace keel::memory {
 
@@ -124,6 +125,16 @@ std::string signed_size_text(std::int64_t bytes) {
   return (bytes < 0 ? "&minus;" : "+") + size_text(mag);
 }
 
+// Escaped, with break opportunities after ',' and '=' (settings are long words).
+std::string breakable(std::string_view s) {
+  std::string out;
+  for (const char c : s) {
+    out += esc(std::string_view(&c, 1));
+    if (c == ',' || c == '=') out += "<wbr>";
+  }
+  return out;
+}
+
 std::string count_text(std::uint64_t n) {
   std::string digits = std::to_string(n), out;
   for (std::size_t i = 0; i < digits.size(); ++i) {
@@ -139,6 +150,7 @@ class tables {
  public:
   explicit tables(std::size_t max_frames) : max_frames_(max_frames) {
     stacks_.push_back(json::array());  // stack 0: no frames recorded
+    add_site(frame_stack{});
   }
 
   int stack(const frame_stack& s) {
@@ -150,7 +162,10 @@ class tables {
     ids.reserve(n);
     for (std::size_t i = 0; i < n; ++i) ids.push_back(frame_id(s[i]));
     auto [it, added] = by_content_.try_emplace(ids, static_cast<int>(stacks_.size()));
-    if (added) stacks_.push_back(ids);
+    if (added) {
+      stacks_.push_back(ids);
+      add_site(s);
+    }
     by_identity_.emplace(s.identity(), it->second);
     return it->second;
   }
@@ -162,11 +177,22 @@ class tables {
   }
 
   json to_json() const {
-    return {
-        {"strings", strings_}, {"frames", frames_}, {"stacks", stacks_}, {"streams", stream_list_}};
+    json categories = json::array();
+    for (std::size_t c = 0; c < k_memory_categories; ++c) {
+      categories.push_back(std::string(to_string(static_cast<memory_category>(c))));
+    }
+    return {{"strings", strings_}, {"frames", frames_},        {"stacks", stacks_},
+            {"sites", sites_},     {"categories", categories}, {"streams", stream_list_}};
   }
 
  private:
+  // Per stack, where keel's call-site rules (callsites.hpp) attribute it: the site, its
+  // module, the category and the attributed frame, so the page groups as the analysis does.
+  void add_site(const frame_stack& s) {
+    const attribution a = attribute(s);
+    sites_.push_back(
+        {string_id(a.site), string_id(a.module), static_cast<int>(a.category), a.frame});
+  }
   int string_id(const std::string& s) {
     auto [it, added] = strings_by_text_.try_emplace(s, static_cast<int>(strings_.size()));
     if (added) strings_.push_back(s);
@@ -191,6 +217,7 @@ class tables {
   std::unordered_map<const void*, int> by_identity_;
   std::map<std::vector<int>, int> by_content_;
   json stacks_ = json::array();
+  json sites_ = json::array();  // parallel to stacks_
   std::map<std::uint64_t, int> streams_;
   std::vector<std::string> stream_list_;
 };
@@ -534,10 +561,30 @@ void write_recommendation(std::ostream& out, const device_info& d) {
           << esc(*instead) << "</code></pre></div>";
     }
     out << "</section>";
-  } else if (!opt_array(dev, "modes", p).empty()) {
-    out << "<section class=\"card notice quiet\" id=\"" << id
-        << "\"><h2>No recommendation</h2><p>None of the candidates lowers the peak reserved memory "
-           "of the recorded run.</p></section>";
+  } else if (const json& modes = opt_array(dev, "modes", p); !modes.empty()) {
+    // Why there is none, from the candidates: all of them run out of memory, or none saves.
+    bool all_oom = true, any = false, any_saving = false;
+    for (std::size_t m = 0; m < modes.size(); ++m) {
+      const std::string mp = fmt::format("{}.modes[{}]", p, m);
+      const json& cands = opt_array(modes[m], "candidates", mp);
+      for (std::size_t c = 0; c < cands.size(); ++c) {
+        const std::string cp = fmt::format("{}.candidates[{}]", mp, c);
+        any = true;
+        all_oom = all_oom && opt_bool(cands[c], "oom", cp).value_or(false);
+        any_saving = any_saving || opt_int(cands[c], "saving", cp).value_or(0) > 0;
+      }
+    }
+    out << "<section class=\"card notice quiet\" id=\"" << id << "\"><h2>No recommendation</h2><p>";
+    if (any && all_oom) {
+      out << "Every candidate runs out of memory at this device's budget as the recording did: no "
+             "allocator "
+             "setting fixes this. The explanation below says where the memory went.";
+    } else if (!any_saving) {
+      out << "None of the candidates lowers the peak reserved memory of the recorded run.";
+    } else {
+      out << "The analysis recommends no change for this device.";
+    }
+    out << "</p></section>";
   }
 }
 
@@ -604,9 +651,9 @@ void write_candidates(std::ostream& out, const device_info& d) {
       const auto env = opt_string(cand, "env", cp);
       const std::string conf = opt_string(cand, "conf", cp).value_or("");
       out << "</td><td class=\"setting\"><code>"
-          << (env            ? esc(*env)
+          << (env            ? breakable(*env)
               : conf.empty() ? std::string("(defaults)")
-                             : esc(conf))
+                             : breakable(conf))
           << "</code></td>";
       out << "<td class=\"num\">" << bytes_cell("peak_reserved") << "</td>";
       const auto saving = opt_int(cand, "saving", cp);
@@ -687,13 +734,13 @@ void write_device(std::ostream& out, const device_info& d, bool active) {
   const json* rec = d.analysis ? opt_object(*d.analysis, "recorded", d.path) : nullptr;
   if (rec && opt_bytes(*rec, "peak_reserved", d.path + ".recorded")) {
     const auto budget = opt_bytes(*rec, "budget", d.path + ".recorded");
-    card(out, "peak reserved (recorded)",
-         size_text(*opt_bytes(*rec, "peak_reserved", d.path + ".recorded")),
-         budget ? "of a " + size_text(*budget) + " budget" : std::string{}, "peak-reserved");
+    card(out, "peak reserved", size_text(*opt_bytes(*rec, "peak_reserved", d.path + ".recorded")),
+         budget ? "recorded, of a " + size_text(*budget) + " budget" : std::string("recorded"),
+         "peak-reserved");
   }
-  card(out, "reserved at snapshot", size_text(d.reserved),
+  card(out, "reserved at the end", size_text(d.reserved),
        fmt::format("{} segments", count_text(d.segments)), "reserved");
-  card(out, "live tensors at snapshot", size_text(d.active), {}, "live");
+  card(out, "live at the end", size_text(d.active), "requested bytes of live blocks", "live");
   if (has_trace) {
     std::string span;
     if (d.t_first && d.t_last) span = time_span_text(*d.t_last - *d.t_first);
@@ -730,6 +777,8 @@ void write_device(std::ostream& out, const device_info& d, bool active) {
         << "<div class=\"toolbar\"><label>x axis <select class=\"axis-select\"><option "
            "value=\"time\">time</option>"
         << "<option value=\"entry\">trace entry</option></select></label>"
+        << "<label>colour <select class=\"color-select\"><option value=\"site\">call site</option>"
+        << "<option value=\"category\">category</option></select></label>"
         << "<button type=\"button\" class=\"zoom-reset\">Reset zoom</button></div></div>"
         << "<p class=\"hint\">One band per allocation, stacked in allocation order; the lighter "
            "ones "
@@ -739,6 +788,7 @@ void write_device(std::ostream& out, const device_info& d, bool active) {
         << "<div class=\"chart\" data-chart=\"active\"><canvas class=\"plot\"></canvas><div "
            "class=\"tooltip\" hidden></div></div>"
         << "<div class=\"overview\" data-chart=\"overview\"><canvas></canvas></div>"
+        << "<div class=\"color-key\"></div>"
         << "<p class=\"range-info\" id=\"device-" << d.device << "-range\"></p>"
         << "<div class=\"stack-panel\" id=\"device-" << d.device
         << "-hover\"><div class=\"stack-head\"><span class=\"stack-title\">Hover an allocation to "
@@ -792,9 +842,14 @@ void write_device(std::ostream& out, const device_info& d, bool active) {
            "class=\"ev-end\">end</button>";
     if (d.ooms > 0) out << "<button type=\"button\" class=\"ev-oom bad\">OOM</button>";
     out << "</div>";
+  } else {
+    out << "<div class=\"toolbar\"><label>colour <select class=\"color-select\"><option "
+           "value=\"site\">call site"
+           "</option><option value=\"category\">category</option></select></label></div>";
   }
   out << "</div><p class=\"event-desc\" id=\"device-" << d.device << "-event\"></p>"
       << "<div class=\"stats compact state-stats\"></div>"
+      << (has_trace ? "" : "<div class=\"color-key\"></div>")
       << "<div class=\"chart segmap\" data-chart=\"segments\"><canvas class=\"plot\"></canvas><div "
          "class=\"tooltip\" hidden></div></div>"
       << "<div class=\"seg-legend\"><span><i class=\"sw alloc\"></i>live block (colour: call "

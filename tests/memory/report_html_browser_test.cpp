@@ -15,6 +15,7 @@
 #include <iostream>
 #include <optional>
 #include <regex>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -72,18 +73,30 @@ struct loaded {
 // One headless Chromium run on `page` with a fresh profile. `mode` is "--dump-dom" or
 // "--screenshot=PATH".
 loaded run_chromium(const std::string& chromium, const fs::path& page, const std::string& fragment,
-                    const std::string& mode, const std::string& window = "1400,1000") {
+                    const std::string& mode, const std::string& window = "1400,1000",
+                    const std::vector<std::string>& extra = {}) {
   const fs::path profile =
       fs::temp_directory_path() /
       ("keel-chromium-" + std::to_string(::getpid()) + "-" + std::to_string(std::rand()));
   fs::create_directories(profile);
-  const test::process_result r = test::run_process(
-      {chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-       "--disable-background-networking", "--disable-component-update", "--disable-sync",
-       "--disable-extensions", "--hide-scrollbars", "--enable-logging=stderr",
-       "--user-data-dir=" + profile.string(), "--window-size=" + window, mode,
-       "file://" + fs::absolute(page).string() + fragment},
-      180);
+  std::vector<std::string> argv = {chromium,
+                                   "--headless",
+                                   "--no-sandbox",
+                                   "--disable-gpu",
+                                   "--disable-quic",
+                                   "--no-first-run",
+                                   "--disable-background-networking",
+                                   "--disable-component-update",
+                                   "--disable-sync",
+                                   "--disable-extensions",
+                                   "--hide-scrollbars",
+                                   "--enable-logging=stderr",
+                                   "--user-data-dir=" + profile.string(),
+                                   "--window-size=" + window,
+                                   mode};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  argv.push_back("file://" + fs::absolute(page).string() + fragment);
+  const test::process_result r = test::run_process(argv, 180);
   std::error_code ec;
   fs::remove_all(profile, ec);
   EXPECT_FALSE(r.timed_out) << chromium << " did not finish";
@@ -117,46 +130,85 @@ void expect_no_script_errors(const loaded& l) {
 }
 
 // An analysis of the trace made with keel's replay, as the analysis layer would: the recorded
-// settings and two other candidates, one mode, 4096-point timelines.
+// settings and two other candidates, one mode, 4096-point timelines, the fidelity line and a
+// recommendation of the best PyTorch setting when it saves memory.
 json replay_analysis(const snapshot& s, const std::string& name) {
   json devices = json::array();
   for (int dev : devices_in(s)) {
     if (static_cast<std::size_t>(dev) >= s.device_traces.size() ||
-        s.device_traces[static_cast<std::size_t>(dev)].empty())
+        s.device_traces[static_cast<std::size_t>(dev)].empty()) {
       continue;
+    }
     const trace_model m = build_trace_model(s, dev);
     json cands = json::array();
-    std::uint64_t baseline = 0;
-    std::size_t k = 0;
-    for (const char* conf : {"", "expandable_segments:True", "policy:keel"}) {
+    json d = {{"device", dev},
+              {"entries", m.entries},
+              {"comparable", true},
+              {"settings", m.recorded_config.pytorch_string()}};
+    std::int64_t baseline = 0, best = 0, best_saving = 0;
+    const std::vector<std::pair<const char*, const char*>> candidates = {
+        {"recorded settings", ""},
+        {"expandable segments", "expandable_segments:True"},
+        {"keel policy", "policy:keel"}};
+    for (std::size_t k = 0; k < candidates.size(); ++k) {
       replay_options o;
-      o.config = allocator_config::parse(conf, "test", m.recorded_config);
+      o.config = allocator_config::parse(candidates[k].second, "test", m.recorded_config);
       o.timeline_points = 4096;
       const replay_result r = replay(m, o);
-      if (k++ == 0) baseline = r.peak_reserved;
+      const auto peak = static_cast<std::int64_t>(r.peak_reserved);
+      if (k == 0) {
+        baseline = peak;
+        d["recorded"] = {{"peak_reserved", r.peak_reserved}, {"budget", nullptr}};
+        if (r.fidelity && !r.fidelity->first_mismatch) {
+          d["fidelity"] = {{"exact", true},
+                           {"line", "replay of the recorded settings reproduces all " +
+                                        std::to_string(r.fidelity->recorded_segments) +
+                                        " segment events and the peak"}};
+        }
+      }
       json tl = json::array();
       for (const timeline_point& p : r.timeline) tl.push_back({p.entry, p.allocated, p.reserved});
-      cands.push_back({{"label", *conf ? conf : "recorded settings"},
-                       {"conf", r.conf},
-                       {"policy", std::string(to_string(r.policy))},
-                       {"recorded", k == 1},
-                       {"peak_reserved", r.peak_reserved},
-                       {"peak_allocated", r.peak_allocated},
-                       {"saving", static_cast<std::int64_t>(baseline) -
-                                      static_cast<std::int64_t>(r.peak_reserved)},
-                       {"fragmentation", r.fragmentation},
-                       {"device_mallocs", r.device_mallocs},
-                       {"oom", !r.ooms.empty()},
-                       {"timeline", std::move(tl)}});
+      const std::string conf = o.config.pytorch_string();
+      const bool keel = r.policy == policy_kind::keel;
+      if (!keel && baseline - peak > best_saving)
+        best = static_cast<std::int64_t>(k), best_saving = baseline - peak;
+      cands.push_back(
+          {{"label", candidates[k].first},
+           {"conf", conf},
+           {"policy", std::string(to_string(r.policy))},
+           {"recorded", k == 0},
+           {"env", keel ? "KEEL_ALLOC_CONF=policy:keel" : "PYTORCH_CUDA_ALLOC_CONF=" + conf},
+           {"peak_reserved", r.peak_reserved},
+           {"peak_allocated", r.peak_allocated},
+           {"saving", baseline - peak},
+           {"fragmentation", r.fragmentation},
+           {"device_mallocs", r.device_mallocs},
+           {"oom", !r.ooms.empty()},
+           {"timeline", std::move(tl)}});
     }
-    devices.push_back({{"device", dev},
-                       {"entries", m.entries},
-                       {"comparable", true},
-                       {"modes",
-                        {{{"mode", "window"},
-                          {"label", "this window"},
-                          {"candidates", std::move(cands)},
-                          {"best", 0}}}}});
+    if (best > 0) {
+      const std::string conf = cands[static_cast<std::size_t>(best)]["conf"];
+      d["recommendation"] = {
+          {"mode", "window"},
+          {"candidate", best},
+          {"title", "Set PYTORCH_CUDA_ALLOC_CONF=" + conf},
+          {"saving", best_saving},
+          {"steps",
+           {{{"kind", "shell"}, {"text", "export PYTORCH_CUDA_ALLOC_CONF=" + conf}},
+            {{"kind", "python"},
+             {"text", "import os\nos.environ[\"PYTORCH_CUDA_ALLOC_CONF\"] = \"" + conf +
+                          "\"  # before the first CUDA allocation"}}}},
+          {"costs",
+           {std::to_string(
+                cands[static_cast<std::size_t>(best)]["device_mallocs"].get<std::int64_t>()) +
+            " driver calls in this window instead of " +
+            std::to_string(cands[0]["device_mallocs"].get<std::int64_t>())}}};
+    }
+    d["modes"] = {{{"mode", "window"},
+                   {"label", "this window (the recorded segments at its start)"},
+                   {"candidates", std::move(cands)},
+                   {"best_pytorch", best}}};
+    devices.push_back(std::move(d));
   }
   return {{"schema", k_analysis_schema}, {"trace", name}, {"devices", std::move(devices)}};
 }
@@ -213,11 +265,11 @@ TEST(ReportHtmlBrowser, RealTraceOf19kEventsRendersInUnder2s) {
   // A link to an entry inside a zoomed range, and to the state before the first entry (the
   // window began with 13,763,608,576 bytes reserved, SOURCES.md).
   const loaded zoomed =
-      run_chromium(*chromium, page, "#device-0&entry=5000&range=4000-9000", "--dump-dom");
+      run_chromium(*chromium, page, "#cuda:0&entry=5000&range=4000-9000", "--dump-dom");
   expect_no_script_errors(zoomed);
   expect_state_matches_trace(zoomed, "5000");
   EXPECT_NE(zoomed.dom.find("Range "), std::string::npos);
-  const loaded start = run_chromium(*chromium, page, "#device-0&entry=-1", "--dump-dom");
+  const loaded start = run_chromium(*chromium, page, "#cuda:0&entry=-1", "--dump-dom");
   expect_state_matches_trace(start, "-1");
   EXPECT_NE(start.dom.find("data-reserved=\"13763608576\""), std::string::npos);
   run_chromium(*chromium, page, "",
@@ -251,7 +303,7 @@ TEST(ReportHtmlBrowser, MultiDeviceTraceWithAnOom) {
   const snapshot s = read_snapshot(trace.string());
   const fs::path page = write_page("codeloc-qwen3-dp-train-oom.html", s, json::parse(in));
   // The OOM's device, chosen by the URL: its panel is drawn, the others wait for their tab.
-  const loaded l = run_chromium(*chromium, page, "#device-1&entry=421", "--dump-dom");
+  const loaded l = run_chromium(*chromium, page, "#cuda:1&entry=421", "--dump-dom");
   expect_no_script_errors(l);
   EXPECT_LT(rendered_ms(l), 2000);
   for (int dev : {0, 1, 2})
@@ -266,7 +318,7 @@ TEST(ReportHtmlBrowser, MultiDeviceTraceWithAnOom) {
   expect_state_matches_trace(l, "421");
   EXPECT_NE(l.dom.find("data-reserved=\"84202749952\""), std::string::npos);
   EXPECT_NE(l.dom.find("<span class=\"ev-action oom\">oom</span>"), std::string::npos);
-  run_chromium(*chromium, page, "#device-1",
+  run_chromium(*chromium, page, "#cuda:1",
                "--screenshot=" + (k_out / "codeloc-device-1.png").string(), "1400,2600");
 }
 
@@ -284,6 +336,105 @@ TEST(ReportHtmlBrowser, StateOnlySnapshotShowsItsSegments) {
   EXPECT_NE(l.dom.find("class=\"sites\""), std::string::npos) << "call sites of the live memory";
   run_chromium(*chromium, page, "",
                "--screenshot=" + (k_out / "verl-megatron-init-state.png").string());
+}
+
+// Drives the page as a user would: a script appended after the report's own (so the page's
+// code is the shipped one) hovers, clicks, drags, wheels, switches tabs, colours and lines,
+// and steps with the keyboard, then writes what it saw into <html data-test>. Virtual time
+// lets the page's animation frames run before the DOM is dumped.
+constexpr const char* k_interaction_script = R"js(
+(function () {
+  const res = {};
+  const panel = () => document.querySelector('.device-panel:not([hidden])');
+  const p = panel();
+  const active = p.querySelector('[data-chart=active] canvas.plot');
+  const r = active.getBoundingClientRect();
+  const at = (fx, fy) => ({ clientX: r.left + 66 + (r.width - 80) * fx, clientY: r.top + 10 + (r.height - 34) * fy, button: 0, bubbles: true });
+  const mouse = (target, type, pt) => target.dispatchEvent(new MouseEvent(type, pt));
+  // Hover near the bottom right: an allocation, its tooltip, its stack below the chart.
+  mouse(active, 'mousemove', at(0.97, 0.95));
+  res.tooltip = !p.querySelector('[data-chart=active] .tooltip').hidden;
+  res.stack = p.querySelector('.stack-frames').textContent.length;
+  res.highlight = !!p.querySelector('[data-chart=active] canvas.highlight');
+  // Click: the allocator state at that moment.
+  mouse(active, 'mousedown', at(0.5, 0.5));
+  mouse(window, 'mouseup', at(0.5, 0.5));
+  res.clicked = p.dataset.selected;
+  // Keyboard: one entry back.
+  document.dispatchEvent(new KeyboardEvent('keydown', { key: 'ArrowLeft', bubbles: true }));
+  res.stepped = p.dataset.selected;
+  // Waits (polling; the page redraws on animation frames) until cond() holds, then runs next.
+  const when = (cond, next, tries = 80) => cond() || tries === 0 ? next() : setTimeout(() => when(cond, next, tries - 1), 50);
+  const range = () => p.querySelector('.range-info').textContent;
+  // Drag from 40% to 60%: zoom to that range.
+  mouse(active, 'mousedown', at(0.4, 0.5));
+  mouse(active, 'mousemove', at(0.6, 0.5));
+  mouse(window, 'mouseup', at(0.6, 0.5));
+  when(() => range().startsWith('Range'), () => {
+    res.dragged = range();
+    p.querySelector('.zoom-reset').click();
+    when(() => range().startsWith('Whole'), () => {
+      res.reset = range();
+      active.dispatchEvent(new WheelEvent('wheel', { ...at(0.9, 0.5), deltaY: -600, cancelable: true }));
+      when(() => range().startsWith('Range'), () => {
+        res.wheeled = range();
+        // Lines: hide a candidate.
+        const lines = p.querySelector('[data-chart=lines]');
+        res.series = lines.dataset.series;
+        const box = p.querySelector('.candidates input[type=checkbox]:checked');
+        box.checked = false; box.dispatchEvent(new Event('change'));
+        res.seriesAfter = lines.dataset.series;
+        // Colour by category.
+        const sel = p.querySelector('.color-select');
+        sel.value = 'category'; sel.dispatchEvent(new Event('change'));
+        res.key = p.querySelector('.color-key').textContent;
+        // Another tab.
+        document.querySelector('#tab-device-2').click();
+        res.tab = panel().id;
+        res.tabRendered = panel().dataset.renderedMs || '';
+        document.documentElement.setAttribute('data-test', JSON.stringify(res));
+      });
+    });
+  });
+})();
+)js";
+
+TEST(ReportHtmlBrowser, InteractionsWork) {
+  REQUIRE_CHROMIUM();
+  const fs::path trace = k_traces / "codeloc-qwen3-dp-train-oom.pickle";
+  if (!fs::exists(trace)) GTEST_SKIP() << "shared trace not present: " << trace;
+  std::ifstream in(k_data / "report_analysis_codeloc.json");
+  std::ostringstream html;
+  write_html_report(html, read_snapshot(trace.string()), json::parse(in));
+  std::string text = html.str();
+  text.insert(text.rfind("</body>"), std::string("<script>") + k_interaction_script + "</script>");
+  fs::create_directories(k_out);
+  const fs::path page = k_out / "codeloc-interactions.html";
+  std::ofstream(page) << text;
+  const loaded l =
+      run_chromium(*chromium, page, "", "--dump-dom", "1400,1000", {"--virtual-time-budget=20000"});
+  expect_no_script_errors(l);
+  const std::string raw = attribute(html_tag(l.dom), "data-test");
+  ASSERT_FALSE(raw.empty()) << "the interaction script did not finish";
+  std::string unescaped = std::regex_replace(raw, std::regex("&quot;"), "\"");
+  unescaped = std::regex_replace(unescaped, std::regex("&amp;"), "&");
+  const json res = json::parse(unescaped);
+  EXPECT_TRUE(res["tooltip"].get<bool>()) << res;
+  EXPECT_GT(res["stack"].get<int>(), 10) << res;
+  EXPECT_TRUE(res["highlight"].get<bool>()) << res;
+  ASSERT_TRUE(res["clicked"].is_string()) << res;
+  EXPECT_EQ(std::stoi(res["stepped"].get<std::string>()),
+            std::stoi(res["clicked"].get<std::string>()) - 1)
+      << res;
+  EXPECT_EQ(res["dragged"].get<std::string>().rfind("Range ", 0), 0u) << res;
+  EXPECT_EQ(res["reset"].get<std::string>().rfind("Whole trace", 0), 0u) << res;
+  EXPECT_EQ(res["wheeled"].get<std::string>().rfind("Range ", 0), 0u) << res;
+  EXPECT_EQ(std::stoi(res["seriesAfter"].get<std::string>()),
+            std::stoi(res["series"].get<std::string>()) - 1)
+      << res;
+  EXPECT_NE(res["key"].get<std::string>().find("activation"), std::string::npos) << res;
+  EXPECT_EQ(res["tab"], "device-2") << res;
+  EXPECT_NE(res["tabRendered"], "") << res;
 }
 
 TEST(ReportHtmlBrowser, HostileNamesDoNotRun) {

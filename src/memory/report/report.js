@@ -126,36 +126,25 @@
     else if (limit && lines.length >= limit && f.length > limit) lines.push('\u2026 ' + (f.length - limit) + ' more frames');
     return lines.join('\n');
   }
-  // The call site a stack stands for: its innermost Python frame in the program's own code
-  // (not in torch or installed packages), else its innermost Python frame; for stacks without
-  // Python (autograd's backward thread) the backward node or the operator.
+  // Where a stack is attributed, by keel's call-site rules (callsites.hpp, computed by the
+  // page's writer): the site "file:line:function", its module and its category.
   const siteCache = new Map();
-  const LIBRARY_FILE = /\/(site-packages|dist-packages)\/|\/lib\/python[0-9][0-9.]*\/|\/torch\/|^</;
-  function shortName(name) { return name.length > 72 ? name.slice(0, 70) + '\u2026' : name; }
   function siteOf(id) {
     let s = siteCache.get(id);
     if (s) return s;
-    const f = framesOf(id);
-    const pick = f.find(x => isPython(x) && !LIBRARY_FILE.test(x.file)) || f.find(isPython);
-    if (pick) {
-      s = { key: pick.file + ':' + pick.line + ':' + pick.name,
-        label: pick.file.split('/').pop() + ':' + pick.line + ' ' + pick.name, full: pick.file + ':' + pick.line + '  ' + pick.name };
-    } else if (f.length) {
-      let label = null;
-      for (const x of f) {
-        const m = /autograd::generated::(\w+)::apply/.exec(x.name);
-        if (m) { label = 'backward ' + m[1]; break; }
-      }
-      if (!label) {
-        for (const x of f) {
-          const m = /at::_ops::(\w+)::call\b/.exec(x.name);
-          if (m) { label = 'aten::' + m[1]; break; }
-        }
-      }
-      if (!label) label = shortName((f.find(x => !ALLOCATOR_FRAME.test(x.name)) || f[0]).name);
-      s = { key: 'native:' + label, label: label + ' (native)', full: label + ' (no Python frames)' };
+    const a = tables.sites[id] || [0, 0, tables.categories.length - 1, 0];
+    const site = tables.strings[a[0]], module = tables.strings[a[1]];
+    const category = tables.categories[a[2]] || 'unknown';
+    if (!(tables.stacks[id] || []).length) {
+      s = { key: '', label: site, full: site, module, category };
     } else {
-      s = { key: '', label: '(no stack recorded)', full: '(no stack recorded)' };
+      // "path/file.py:373:forward" reads as "file.py:373 forward"; a native site (no line) as
+      // its function: "BmmBackward0::apply (native)".
+      const m = /^(.*):(-?\d+):(.*)$/.exec(site);
+      let label = site;
+      if (m && m[2] !== '0') label = m[1].split('/').pop() + ':' + m[2] + ' ' + m[3];
+      else if (m) label = m[3].replace(/^(torch::autograd::generated::|at::_ops::|torch::autograd::)/, '') + ' (native)';
+      s = { key: site, label: label.length > 90 ? label.slice(0, 88) + '\u2026' : label, full: site + '  \u00b7  ' + module, module, category };
     }
     siteCache.set(id, s);
     return s;
@@ -166,23 +155,28 @@
     return h >>> 0;
   }
   const NO_STACK_COLOR = '#b8c0ca';
+  const CATEGORY_COLORS = { parameter: '#4e79a7', optimizer_state: '#f28e2b', activation: '#59a14f', gradient: '#e15759',
+    autograd_detail: '#b07aa1', temporary: '#9c755f', input: '#76b7b2', kv_cache: '#edc948', unknown: '#bab0ac' };
   // A device's palette: the call sites holding the most bytes get distinct colours, in order;
-  // the others one by hash. `weights` maps stack ids to bytes.
+  // the others one by hash. `weights` maps stack ids to bytes. `mode` colours by call site or
+  // by category.
   function makePalette(weights) {
-    const bySite = new Map();
+    const bySite = new Map(), byCategory = new Map();
     for (const [id, bytes] of weights) {
-      const key = siteOf(id).key;
-      if (key !== '') bySite.set(key, (bySite.get(key) || 0) + bytes);
+      const s = siteOf(id);
+      if (s.key !== '') bySite.set(s.key, (bySite.get(s.key) || 0) + bytes);
+      byCategory.set(s.category, (byCategory.get(s.category) || 0) + bytes);
     }
     const ranked = [...bySite.entries()].sort((a, b) => b[1] - a[1]);
-    const pal = new Map();
-    ranked.slice(0, SITE_COLORS.length).forEach(([key], i) => pal.set(key, SITE_COLORS[i]));
-    return pal;
+    const map = new Map();
+    ranked.slice(0, SITE_COLORS.length).forEach(([key], i) => map.set(key, SITE_COLORS[i]));
+    return { mode: 'site', map, ranked, categories: [...byCategory.entries()].sort((a, b) => b[1] - a[1]) };
   }
   function siteColor(id, pal) {
-    const key = siteOf(id).key;
-    if (key === '') return NO_STACK_COLOR;
-    return (pal && pal.get(key)) || SITE_COLORS[hash(key) % SITE_COLORS.length];
+    const s = siteOf(id);
+    if (pal && pal.mode === 'category') return CATEGORY_COLORS[s.category] || CATEGORY_COLORS.unknown;
+    if (s.key === '') return NO_STACK_COLOR;
+    return (pal && pal.map.get(s.key)) || SITE_COLORS[hash(s.key) % SITE_COLORS.length];
   }
   function rgb(hex) { return [parseInt(hex.slice(1, 3), 16), parseInt(hex.slice(3, 5), 16), parseInt(hex.slice(5, 7), 16)]; }
   function packRGBA(r, g, b) { return (255 << 24 | b << 16 | g << 8 | r) >>> 0; }  // little-endian ImageData
@@ -310,11 +304,6 @@
     for (let e = 0; e < elSize.length; e++) weights.set(elStack[e], (weights.get(elStack[e]) || 0) + elSize[e]);
     const palette = makePalette(weights);
     const colors = new Uint32Array(elSize.length), colorsTop = new Uint32Array(elSize.length);
-    for (let e = 0; e < elSize.length; e++) {
-      const c = sitePixels(elStack[e], palette);
-      colors[e] = elStart[e] < 0 ? c[1] : c[0];
-      colorsTop[e] = c[2];
-    }
     return {
       n, act, addr, size, stack, time: tr.time, timeOk, oomAt: tr.oom_at || [], oomFree: tr.oom_free || [],
       elSize: Float64Array.from(elSize), elStack: Int32Array.from(elStack), elStart: Int32Array.from(elStart),
@@ -322,6 +311,15 @@
       evElem, extraRemove, initial: Int32Array.from(initial), initialTotal, tot, res, startReserved,
       finalReserved, peakIdx, peak, colors, colorsTop, palette, streams: tr.stream,
     };
+  }
+
+  // The pixel colours of every allocation under the palette's current mode.
+  function paint(M, pal) {
+    for (let e = 0; e < M.elSize.length; e++) {
+      const c = sitePixels(M.elStack[e], pal);
+      M.colors[e] = M.elStart[e] < 0 ? c[1] : c[0];
+      M.colorsTop[e] = c[2];
+    }
   }
 
   // --- one device's view ---
@@ -335,8 +333,39 @@
       for (let b = 0; b < sg.b_addr.length; b++) if (sg.b_state[b]) w.set(sg.b_stack[b], (w.get(sg.b_stack[b]) || 0) + (sg.b_req[b] || sg.b_size[b]));
       return makePalette(w);
     })();
+    if (M) paint(M, palette);
+    // The colour key: the largest call sites, or the categories.
+    function drawColorKey() {
+      const box = panel.querySelector('.color-key');
+      if (!box) return;
+      clear(box);
+      const item = (color, text, title) => {
+        const i = el('span', 'item'); const sw = el('i', 'sw'); sw.style.background = color; i.appendChild(sw);
+        const t = el('span', null, text); if (title) t.title = title; i.appendChild(t); box.appendChild(i);
+      };
+      if (palette.mode === 'category') {
+        for (const [c, bytes] of palette.categories) item(CATEGORY_COLORS[c] || CATEGORY_COLORS.unknown, c.replace('_', ' ') + ' ' + fmtBytesShort(bytes));
+      } else {
+        for (const [key] of palette.ranked.slice(0, 10)) {
+          const id = [...siteCache.entries()].find(([, v]) => v.key === key)[0];
+          const s = siteOf(id);
+          item(siteColor(id, palette), s.label, s.full);
+        }
+        if (palette.ranked.length > 10) box.appendChild(el('span', 'item muted', '+ ' + (palette.ranked.length - 10) + ' more call sites'));
+        item(NO_STACK_COLOR, 'no frames recorded');
+      }
+      box.appendChild(el('span', 'item muted', M ? 'lighter: live before the window' : ''));
+    }
+    function setColorMode(mode) {
+      palette.mode = mode;
+      if (M) { paint(M, palette); drawActive(); }
+      drawState();
+      drawColorKey();
+    }
     const an = dev.analysis;
-    const view = { axis: M && M.timeOk ? 'time' : 'entry', x0: 0, x1: 1, selected: M ? M.n - 1 : -1, mode: 0 };
+    // A device that ran out of memory opens at its first OOM; the others at their last entry.
+    const view = { axis: M && M.timeOk ? 'time' : 'entry', x0: 0, x1: 1, mode: 0,
+      selected: M ? (M.oomAt.length ? M.oomAt[0] : M.n - 1) : -1 };
     const q = sel => panel.querySelector(sel);
     const active = M ? q('[data-chart=active]') : null;
     const lines = M ? q('[data-chart=lines]') : null;
@@ -1169,15 +1198,16 @@
       let total = 0;
       for (const b of S.blocks.values()) {
         const s = siteOf(b.stack);
-        let g = groups.get(s.key);
-        if (!g) { g = { site: s, stack: b.stack, bytes: 0, count: 0 }; groups.set(s.key, g); }
+        const key = s.key + '|' + s.category;
+        let g = groups.get(key);
+        if (!g) { g = { site: s, stack: b.stack, bytes: 0, count: 0 }; groups.set(key, g); }
         g.bytes += b.req; g.count++; total += b.req;
       }
       const list = [...groups.values()].sort((a, b) => b.bytes - a.bytes).slice(0, 14);
       if (!list.length) { box.appendChild(el('p', 'muted', 'No live blocks.')); return; }
       const t = el('table', 'sites');
       const head = el('tr');
-      for (const [h, cls] of [['call site', ''], ['bytes', 'num'], ['blocks', 'num'], ['share', '']]) head.appendChild(el('th', cls, h));
+      for (const [h, cls] of [['call site', ''], ['category', ''], ['bytes', 'num'], ['blocks', 'num'], ['share', '']]) head.appendChild(el('th', cls, h));
       const thead = el('thead'); thead.appendChild(head); t.appendChild(thead);
       const tbody = el('tbody');
       for (const g of list) {
@@ -1185,6 +1215,7 @@
         const td = el('td', 'site');
         const code = el('code', null, g.site.label); code.title = g.site.full; td.appendChild(code);
         tr.appendChild(td);
+        tr.appendChild(el('td', 'muted', g.site.category.replace('_', ' ')));
         tr.appendChild(el('td', 'num', fmtBytes(g.bytes)));
         tr.appendChild(el('td', 'num', fmtCount(g.count)));
         const bar = el('div', 'bar'); const fill = el('i'); fill.style.width = (100 * g.bytes / Math.max(1, total)).toFixed(1) + '%';
@@ -1285,8 +1316,16 @@
       }
       setupState();
       finalState();
+      if (M) {
+        moveTo(view.selected);
+        const input = panel.querySelector('.ev-index');
+        if (input) input.value = String(view.selected);
+      }
       describeEvent();
       drawState();
+      drawColorKey();
+      const colorSelect = panel.querySelector('.color-select');
+      if (colorSelect) colorSelect.addEventListener('change', () => setColorMode(colorSelect.value));
       panel.dataset.renderMs = (performance.now() - t0).toFixed(1);
       panel.dataset.renderedMs = performance.now().toFixed(1);
     }
@@ -1322,7 +1361,7 @@
   let current = null;
   document.querySelectorAll('#device-tabs .tab').forEach(t => t.addEventListener('click', () => {
     show(Number(t.dataset.device));
-    try { history.replaceState(null, '', '#device-' + t.dataset.device); } catch (e) { /* file: URLs in some browsers */ }
+    try { history.replaceState(null, '', '#cuda:' + t.dataset.device); } catch (e) { /* file: URLs in some browsers */ }
   }));
   document.querySelectorAll('.copy').forEach(b => b.addEventListener('click', () => {
     const text = b.parentElement.querySelector('code').textContent;
@@ -1348,12 +1387,12 @@
     resizeTimer = setTimeout(() => { const v = views.get(current); if (v) v.redraw(); }, 150);
   });
 
-  // The first device: the URL's #device-N, else the active tab written by the page. A link can
-  // also select an entry and a range of entries: #device-1&entry=421&range=300-500.
+  // The first device: the URL's #cuda:N, else the active tab written by the page. A link can
+  // also select an entry and a range of entries: #cuda:1&entry=421&range=300-500.
   const link = {};
-  for (const part of location.hash.replace(/^#/, '').split('&')) {
-    const m = /^(device-|entry=|range=)(.*)$/.exec(part);
-    if (m) link[m[1].replace(/[-=]$/, '')] = m[2];
+  for (const part of decodeURIComponent(location.hash.replace(/^#/, '')).split('&')) {
+    const m = /^(cuda:|entry=|range=)(.*)$/.exec(part);
+    if (m) link[m[1] === 'cuda:' ? 'device' : m[1].slice(0, -1)] = m[2];
   }
   const first = document.querySelector('#device-tabs .tab.active');
   const start = link.device !== undefined && document.getElementById('device-' + link.device) ? Number(link.device)
