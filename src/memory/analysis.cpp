@@ -144,6 +144,25 @@ std::string notes_text(const std::vector<model_note>& notes) {
 
 }  // namespace
 
+parsed_allocator_config settings_for(const trace_model& model, std::string_view policy,
+                                     const std::optional<std::string>& conf) {
+  parsed_allocator_config out{model.recorded_config, {}};
+  if (conf) out = allocator_config::parse(*conf, "--conf", model.recorded_config, {model.grammar, config_source::keel});
+  if (policy == "keel") {
+    out.config.policy = policy_kind::keel;
+  } else if (policy != "pytorch") {
+    throw invalid_argument(fmt::format("--policy: unknown policy '{}': expected pytorch or keel", policy));
+  }
+  if (const std::optional<std::string> why = out.config.replay_limitation()) throw invalid_argument(*why);
+  return out;
+}
+
+callsite_grouping parse_callsite_grouping(std::string_view text) {
+  if (text == "site") return callsite_grouping::site;
+  if (text == "module") return callsite_grouping::module;
+  throw invalid_argument(fmt::format("--sites-by: unknown grouping '{}': expected site or module", text));
+}
+
 std::vector<int> devices_to_analyze(const snapshot& snap, std::optional<int> device) {
   const std::vector<int> devices = devices_in(snap);
   if (devices.empty()) throw invalid_argument("the snapshot holds no segments and no trace");
@@ -296,7 +315,11 @@ json to_json(const analysis& a) {
           {"elapsed_ms", a.elapsed_ms}};
 }
 
-json to_json(const replay_result& r, const trace_model& model) {
+callsite_summary sites_at_peak(const replay_result& r, const trace_model& model, const callsite_options& sites) {
+  return summarize_callsites(model.live_at(r.peak_entry ? *r.peak_entry + 1 : 0).live, sites);
+}
+
+json to_json(const replay_result& r, const trace_model& model, const callsite_options& sites) {
   json j;
   j["policy"] = std::string(to_string(r.policy));
   j["conf"] = r.conf;
@@ -326,12 +349,15 @@ json to_json(const replay_result& r, const trace_model& model) {
                        {"ascending_hits", model.driver_order.ascending_hits},
                        {"descending_hits", model.driver_order.descending_hits},
                        {"allocs", model.driver_order.allocs}};
+  j["peak_entry"] = r.peak_entry ? json(*r.peak_entry) : json(nullptr);
+  j["callsites_at_peak"] = to_json(sites_at_peak(r, model, sites));
   j["notes"] = notes_json(model.notes);
   j["elapsed_ms"] = r.elapsed_ms;
   return j;
 }
 
-std::string to_text(const replay_result& r, const trace_model& model, const std::string& trace) {
+std::string to_text(const replay_result& r, const trace_model& model, const std::string& trace,
+                    const callsite_options& sites) {
   std::size_t allocs = 0, frees = 0, empties = 0;
   for (const replay_op& op : model.ops) {
     allocs += op.kind == op_kind::alloc;
@@ -373,6 +399,17 @@ std::string to_text(const replay_result& r, const trace_model& model, const std:
                        r.recorded_ooms_served == 1 ? "" : "s");
   }
   if (r.fidelity) out += "fidelity  " + r.fidelity->line() + "\n";
+  const callsite_summary at_peak = sites_at_peak(r, model, sites);
+  if (at_peak.total_count > 0) {
+    out += fmt::format("at peak   {} live in {} allocations: {}\n", format_size(at_peak.total_bytes), at_peak.total_count,
+                       category_line(at_peak));
+    for (std::size_t i = 0; i < at_peak.sites.size() && i < 5; ++i) {
+      const callsite& c = at_peak.sites[i];
+      out += fmt::format("  {:>10}  {:>5}x  {:<15}  {}\n", format_size(c.bytes), c.count, to_string(c.category), c.site);
+    }
+    if (at_peak.total_rows > 5) out += fmt::format("  and {} more {}\n", at_peak.total_rows - 5,
+                                                   sites.group_by == callsite_grouping::module ? "modules" : "call sites");
+  }
   out += notes_text(model.notes);
   return out;
 }

@@ -2,6 +2,7 @@
 #include "keel/memory/callsites.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cctype>
@@ -609,6 +610,19 @@ nlohmann::json to_json(const callsite_summary& summary) {
                    {"frames", frames_to_json(c.frames, attribute(c.frames).frame)}});
   }
   return out;
+}
+
+std::string category_line(const callsite_summary& s) {
+  std::vector<std::pair<std::uint64_t, std::size_t>> order;
+  for (std::size_t i = 0; i < k_memory_categories; ++i) order.emplace_back(s.category_bytes[i], i);
+  std::sort(order.rbegin(), order.rend());
+  std::vector<std::string> parts;
+  for (const auto& [bytes, i] : order) {
+    if (s.total_bytes == 0 || bytes * 1000 < s.total_bytes) continue;
+    parts.push_back(fmt::format("{} {:.1f}%", to_string(static_cast<memory_category>(i)),
+                                100.0 * static_cast<double>(bytes) / static_cast<double>(s.total_bytes)));
+  }
+  return fmt::format("{}", fmt::join(parts, ", "));
 }
 
 }  // namespace keel::memory

@@ -14,6 +14,7 @@ namespace {
 
 constexpr std::size_t k_sites_shown = 5;
 
+
 bool private_pool(const snapshot_segment& seg) { return seg.pool_id != std::pair<std::int64_t, std::int64_t>{0, 0}; }
 
 pool_summary summarize(const snapshot& state, int device, bool small) {
@@ -50,7 +51,7 @@ std::string describe(const pool_summary& p) {
 }
 
 std::string sites_text(const callsite_summary& s) {
-  std::string out;
+  std::string out = fmt::format("({}) ", category_line(s));
   for (std::size_t i = 0; i < s.sites.size() && i < k_sites_shown; ++i) {
     const callsite& c = s.sites[i];
     out += fmt::format("{}{} ({}, {} allocation{}, {})", i ? "; " : "", c.site, format_size(c.bytes), c.count,
@@ -125,7 +126,7 @@ std::string verdict(const oom_explanation& x, std::uint64_t request) {
   return {};
 }
 
-oom_explanation explain_state_only(const snapshot& snap, const trace_model& model) {
+oom_explanation explain_state_only(const snapshot& snap, const trace_model& model, const callsite_options& sites) {
   oom_explanation x;
   x.found = true;
   x.state_only = true;
@@ -143,7 +144,7 @@ oom_explanation explain_state_only(const snapshot& snap, const trace_model& mode
   const std::vector<live_allocation> live = live_allocations(snap, model.device);
   for (const live_allocation& a : live) x.live += a.bytes;
   x.live -= std::min(x.live, x.pending_free);
-  x.live_sites = summarize_callsites(live);
+  x.live_sites = summarize_callsites(live, sites);
   const std::uint64_t free = x.large.free + x.small.free;
   const std::uint64_t largest = std::max(x.large.largest_free, x.small.largest_free);
   const double free_share = x.reserved > 0 ? static_cast<double>(free) / static_cast<double>(x.reserved) : 0.0;
@@ -201,7 +202,8 @@ std::string_view to_string(oom_class c) noexcept {
   return "unknown";
 }
 
-oom_explanation explain_oom(const snapshot& snap, const trace_model& model, std::optional<std::uint64_t> capacity) {
+oom_explanation explain_oom(const snapshot& snap, const trace_model& model, std::optional<std::uint64_t> capacity,
+                            const callsite_options& sites) {
   oom_explanation x;
   x.capacity = capacity;
   replay_options base;
@@ -232,7 +234,7 @@ oom_explanation explain_oom(const snapshot& snap, const trace_model& model, std:
       x.budget = *capacity;
     }
   } else if (model.entries == 0) {
-    return explain_state_only(snap, model);
+    return explain_state_only(snap, model, sites);
   }
   if (!x.found) {
     x.text = capacity ? fmt::format("Device {}: no OOM; the trace fits in {} with the recorded settings.",
@@ -259,7 +261,7 @@ oom_explanation explain_oom(const snapshot& snap, const trace_model& model, std:
   const live_state held = model.live_at(x.entry);
   x.live = held.live_bytes;
   x.pending_free = held.pending_bytes;
-  x.live_sites = summarize_callsites(held.live);
+  x.live_sites = summarize_callsites(held.live, sites);
   classify(x, x.request);
   find_settings(x, model);
 

@@ -297,6 +297,9 @@ class converter {
   allocator_settings read_settings(const value& v) {
     expect(v, kind::dict, "'allocator_settings'");
     allocator_settings s;
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      if (v.key(i).is(kind::string)) s.keys.emplace_back(str(v.key(i), "allocator_settings key"));
+    }
     if (const auto conf = present(v, "PYTORCH_CUDA_ALLOC_CONF")) s.conf = std::string(str(*conf, "PYTORCH_CUDA_ALLOC_CONF"));
     s.expandable_segments = boolean(v, "expandable_segments", false);
     if (const auto m = present(v, "max_split_size")) s.max_split_size = to_i64(*m, "max_split_size");

@@ -317,6 +317,7 @@ trace_model build_trace_model(const snapshot& s, int device) {
   m.device = device;
   m.recorded_config = recorded_config(s);
   m.settings_recorded = s.settings.has_value();
+  if (s.settings) m.grammar = grammar_for_settings(s.settings->keys, s.settings->conf);
   static const std::vector<trace_entry> k_none;
   const std::vector<trace_entry>& entries =
       device >= 0 && static_cast<std::size_t>(device) < s.device_traces.size()

@@ -27,22 +27,11 @@ struct replay_args {
   std::optional<std::string> conf;
   std::optional<std::string> capacity;
   std::string start = "window";
+  std::string sites_by = "site";
   bool continue_after_oom = false;
   std::optional<std::string> html;
   bool json = false;
 };
-
-// The replay configuration: --conf (else the recorded settings), then --policy.
-allocator_config config_for(const trace_model& model, const std::string& policy,
-                            const std::optional<std::string>& conf) {
-  allocator_config c = conf ? allocator_config::parse(*conf, "--conf") : model.recorded_config;
-  if (policy == "keel") {
-    c.policy = policy_kind::keel;
-  } else if (policy != "pytorch") {
-    throw invalid_argument(fmt::format("--policy: unknown policy '{}': expected pytorch or keel", policy));
-  }
-  return c;
-}
 
 void run_replay(const replay_args& a) {
   require_readable_file(a.trace);
@@ -51,14 +40,19 @@ void run_replay(const replay_args& a) {
   options.capacity = capacity_option(a.capacity);
   options.start = parse_start_mode(a.start);
   options.continue_after_oom = a.continue_after_oom;
+  callsite_options sites;
+  sites.group_by = parse_callsite_grouping(a.sites_by);
   nlohmann::json devices = nlohmann::json::array();
   std::string text;
   for (int device : devices_to_analyze(snap, a.device)) {
     const trace_model model = build_trace_model(snap, device);
-    options.config = config_for(model, a.policy, a.conf);
+    const parsed_allocator_config settings = settings_for(model, a.policy, a.conf);
+    options.config = settings.config;
     const replay_result r = replay(model, options);
-    devices.push_back(to_json(r, model));
-    text += (text.empty() ? "" : "\n") + to_text(r, model, a.trace);
+    devices.push_back(to_json(r, model, sites));
+    devices.back()["ignored_keys"] = settings.ignored_keys;
+    text += (text.empty() ? "" : "\n") + to_text(r, model, a.trace, sites);
+    if (!settings.ignored_keys.empty()) text += "note      " + ignored_keys_line(settings.ignored_keys) + "\n";
   }
   if (a.html) write_report(*a.html, snap, a.trace, a.device, options.capacity);
   if (a.json) {
@@ -128,6 +122,8 @@ void add_mem_commands(CLI::App& root) {
   rp->add_option("--start", replay_cmd->start,
                  "window (the recorded layout: what would have happened next) or fresh (the live blocks "
                  "only: a restarted process)")->capture_default_str();
+  rp->add_option("--sites-by", replay_cmd->sites_by, "Group the memory at the peak by call site or by module")
+      ->capture_default_str();
   rp->add_flag("--continue-after-oom", replay_cmd->continue_after_oom,
                "Go on after an OOM the recording does not have (default: stop there)");
   rp->add_option("--html", replay_cmd->html, "Also write a self-contained HTML report");

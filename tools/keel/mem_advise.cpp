@@ -30,6 +30,7 @@ struct explain_args {
   std::string trace;
   std::optional<int> device;
   std::optional<std::string> capacity;
+  std::string sites_by = "site";
   bool json = false;
 };
 
@@ -68,8 +69,10 @@ void run_explain(const explain_args& a) {
   const snapshot snap = read_snapshot(a.trace);
   nlohmann::json devices = nlohmann::json::array();
   std::string text;
+  callsite_options sites;
+  sites.group_by = parse_callsite_grouping(a.sites_by);
   for (int device : devices_to_analyze(snap, a.device)) {
-    const oom_explanation x = explain_oom(snap, build_trace_model(snap, device), capacity_option(a.capacity));
+    const oom_explanation x = explain_oom(snap, build_trace_model(snap, device), capacity_option(a.capacity), sites);
     nlohmann::json j = to_json(x);
     j["device"] = device;
     devices.push_back(std::move(j));
@@ -119,6 +122,8 @@ void add_mem_advise_commands(CLI::App& mem) {
   ex->add_option("--device", explain_cmd->device, "Device (default: every device with data)");
   ex->add_option("--capacity", explain_cmd->capacity,
                  "Device memory: explain where the trace would run out on a device this size");
+  ex->add_option("--sites-by", explain_cmd->sites_by, "Group the live memory by call site or by module")
+      ->capture_default_str();
   add_json_flag(ex, explain_cmd->json);
   ex->callback([explain_cmd] { run_explain(*explain_cmd); });
 }

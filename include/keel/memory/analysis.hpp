@@ -74,11 +74,21 @@ struct analysis_options {
 // Throws keel::invalid_argument when `options.device` has no data (naming those that have).
 analysis analyze(const snapshot& snap, const std::string& trace, const analysis_options& options);
 
+// The settings a replay of `model` runs with: `conf` (PYTORCH_CUDA_ALLOC_CONF syntax plus
+// keel's policy key, read with the grammar of the PyTorch that wrote the snapshot) on top of the
+// recorded settings, then `policy` ("pytorch" or "keel"). Throws invalid_argument for bad text,
+// an unknown policy, or settings a replay does not model (backend:cudaMallocAsync).
+parsed_allocator_config settings_for(const trace_model& model, std::string_view policy,
+                                     const std::optional<std::string>& conf);
+// "site" or "module"; throws invalid_argument.
+callsite_grouping parse_callsite_grouping(std::string_view text);
+
 // The devices a command looks at: `device` if given (checked), else every device with data.
 std::vector<int> devices_to_analyze(const snapshot& snap, std::optional<int> device);
 
 nlohmann::json to_json(const analysis& a);
-nlohmann::json to_json(const replay_result& r, const trace_model& model);
+// A replay with the call sites holding memory at its peak (from the recording's allocations).
+nlohmann::json to_json(const replay_result& r, const trace_model& model, const callsite_options& sites = {});
 nlohmann::json to_json(const oom_explanation& x);
 nlohmann::json to_json(const fidelity_report& f);
 
@@ -86,6 +96,10 @@ nlohmann::json to_json(const fidelity_report& f);
 // line, and the recommendation's recipe.
 std::string to_text(const analysis& a);
 // The text `keel mem replay` prints for one device.
-std::string to_text(const replay_result& r, const trace_model& model, const std::string& trace);
+std::string to_text(const replay_result& r, const trace_model& model, const std::string& trace,
+                    const callsite_options& sites = {});
+// The live memory by call site at a replay's peak.
+callsite_summary sites_at_peak(const replay_result& r, const trace_model& model, const callsite_options& sites = {});
+
 
 }  // namespace keel::memory

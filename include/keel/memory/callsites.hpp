@@ -184,6 +184,10 @@ struct callsite_summary {
 callsite_summary summarize_callsites(std::span<const live_allocation> allocations,
                                      const callsite_options& options = {});
 
+// "activation 88.4%, parameter 10.9%, …": the categories holding at least 0.1% of the bytes,
+// largest first.
+std::string category_line(const callsite_summary& summary);
+
 // An array of {"site","module","category","bytes","requested","count","frames"}; frames are
 // [["file",line,"name"],…] of the row's first allocation, innermost first: from three frames
 // inside the attributed one outward, without the frames memory_viz hides (unwinder, interpreter

@@ -72,7 +72,8 @@ struct oom_explanation {
 
 // `snap` gives the call stacks of the final state (state-only snapshots); `model` is the
 // device's trace model.
+// device's trace model; `sites` groups the live memory by call site or by module.
 oom_explanation explain_oom(const snapshot& snap, const trace_model& model,
-                            std::optional<std::uint64_t> capacity);
+                            std::optional<std::uint64_t> capacity, const callsite_options& sites = {});
 
 }  // namespace keel::memory

@@ -104,7 +104,7 @@ struct replay_result {
   std::uint64_t start_reserved = 0;
   std::uint64_t peak_allocated = 0;
   std::uint64_t peak_reserved = 0;
-  std::uint32_t peak_entry = 0;
+  std::optional<std::uint32_t> peak_entry;  // the entry whose op reached the peak; none: the start
   double fragmentation = 0.0;
   std::uint64_t requested_at_peak = 0;
   std::uint64_t internal_at_peak = 0;  // rounding inside live blocks

@@ -123,7 +123,16 @@ struct allocator_settings {
   double garbage_collection_threshold = 0.0;
   std::vector<std::int64_t> roundup_power2_divisions;  // one per power-of-two interval
   std::optional<std::int64_t> max_non_split_rounding_size;
-  friend bool operator==(const allocator_settings&, const allocator_settings&) = default;
+  // The dict's keys as recorded, which tell the PyTorch version that wrote it (read only: the
+  // writer writes its own keys, and equality ignores them).
+  std::vector<std::string> keys;
+  friend bool operator==(const allocator_settings& a, const allocator_settings& b) {
+    return a.conf == b.conf && a.expandable_segments == b.expandable_segments &&
+           a.max_split_size == b.max_split_size &&
+           a.garbage_collection_threshold == b.garbage_collection_threshold &&
+           a.roundup_power2_divisions == b.roundup_power2_divisions &&
+           a.max_non_split_rounding_size == b.max_non_split_rounding_size;
+  }
 };
 
 struct snapshot {

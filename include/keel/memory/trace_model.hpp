@@ -128,6 +128,9 @@ struct trace_model {
   std::vector<std::pair<std::uint32_t, std::uint64_t>> free_requests;  // (entry, addr), in order
   allocator_config recorded_config;        // from allocator_settings, else PyTorch's defaults
   bool settings_recorded = false;
+  // The PYTORCH_CUDA_ALLOC_CONF grammar of the PyTorch that wrote the snapshot, as its
+  // allocator_settings imply it (the newest when it records none).
+  pytorch_grammar grammar = k_newest_pytorch_grammar;
   std::uint64_t start_reserved = 0;
   std::uint64_t start_requested = 0;       // requested bytes live at the start
   std::uint64_t recorded_peak_reserved = 0;  // start_reserved + the segment events' running sum
