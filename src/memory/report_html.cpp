@@ -15,6 +15,7 @@
 #include <optional>
 #include <ostream>
 #include <set>
+#include <sstream>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
@@ -991,21 +992,20 @@ void write_html_report(std::ostream& out, const snapshot& snap, const nlohmann::
          "snapshot. "
       << "Self-contained: nothing is loaded from the network. Sizes in binary units (1 GiB = "
          "2<sup>30</sup> bytes).</footer>\n";
-  out << "<script type=\"application/json\" id=\"keel-report-data\">" << script_safe(data.dump())
-      << "</script>\n";
+  out << "<script type=\"application/json\" id=\"keel-report-data\">"
+      << script_safe(data.dump(-1, ' ', false, json::error_handler_t::replace)) << "</script>\n";
   out << "<script>" << report_assets::k_script << "</script>\n</body></html>\n";
   if (!out) throw io_error("writing the HTML report failed");
 }
 
 void write_html_report(const std::string& path, const snapshot& snap,
                        const nlohmann::json& analysis, const report_options& options) {
+  // The page is made first, so a malformed analysis leaves no half-written file behind.
+  std::ostringstream page;
+  write_html_report(page, snap, analysis, options);
   std::ofstream out(path, std::ios::binary);
   if (!out) throw io_error(fmt::format("{}: cannot write the HTML report", path));
-  try {
-    write_html_report(out, snap, analysis, options);
-  } catch (const io_error&) {
-    throw io_error(fmt::format("{}: writing the HTML report failed", path));
-  }
+  out << page.view();
   out.close();
   if (!out) throw io_error(fmt::format("{}: writing the HTML report failed", path));
 }
