@@ -15,6 +15,7 @@
 #include <optional>
 #include <ostream>
 #include <set>
+#include <sstream>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
@@ -608,12 +609,16 @@ void write_candidates(std::ostream& out, const device_info& d) {
     const auto best_pt = opt_int(mode, "best_pytorch", mp);
     out << "<div class=\"mode-panel\" data-mode=\"" << m << "\"" << (m == 0 ? "" : " hidden")
         << ">";
-    out << "<p class=\"mode-label\">" << esc(opt_string(mode, "label", mp).value_or(""));
-    if (const auto start = opt_bytes(mode, "start_reserved", mp))
-      out << " &middot; starts with " << size_text(*start) << " reserved";
-    if (const auto base = opt_bytes(mode, "baseline_peak_reserved", mp))
-      out << " &middot; recorded settings peak at " << size_text(*base);
-    out << "</p>";
+    // The label is on the mode's button; the facts it may not say go here.
+    const auto start = opt_bytes(mode, "start_reserved", mp);
+    const auto base = opt_bytes(mode, "baseline_peak_reserved", mp);
+    if (start || base) {
+      out << "<p class=\"mode-label\">";
+      if (start) out << "Starts with " << size_text(*start) << " reserved";
+      if (start && base) out << " &middot; ";
+      if (base) out << (start ? "the" : "The") << " recorded settings peak at " << size_text(*base);
+      out << ".</p>";
+    }
     out << "<table class=\"candidates\" id=\"device-" << d.device << "-mode-" << m
         << "-candidates\"><thead><tr><th class=\"show\">plot</th><th>candidate</th>"
         << "<th>setting</th><th class=\"num\">peak reserved</th><th class=\"num\">saving</th>"
@@ -654,7 +659,8 @@ void write_candidates(std::ostream& out, const device_info& d) {
           << (env            ? breakable(*env)
               : conf.empty() ? std::string("(defaults)")
                              : breakable(conf))
-          << "</code></td>";
+          << "</code>" << (conf.empty() && env ? " <span class=\"muted\">(defaults)</span>" : "")
+          << "</td>";
       out << "<td class=\"num\">" << bytes_cell("peak_reserved") << "</td>";
       const auto saving = opt_int(cand, "saving", cp);
       out << "<td class=\"num"
@@ -991,21 +997,20 @@ void write_html_report(std::ostream& out, const snapshot& snap, const nlohmann::
          "snapshot. "
       << "Self-contained: nothing is loaded from the network. Sizes in binary units (1 GiB = "
          "2<sup>30</sup> bytes).</footer>\n";
-  out << "<script type=\"application/json\" id=\"keel-report-data\">" << script_safe(data.dump())
-      << "</script>\n";
+  out << "<script type=\"application/json\" id=\"keel-report-data\">"
+      << script_safe(data.dump(-1, ' ', false, json::error_handler_t::replace)) << "</script>\n";
   out << "<script>" << report_assets::k_script << "</script>\n</body></html>\n";
   if (!out) throw io_error("writing the HTML report failed");
 }
 
 void write_html_report(const std::string& path, const snapshot& snap,
                        const nlohmann::json& analysis, const report_options& options) {
+  // The page is made first, so a malformed analysis leaves no half-written file behind.
+  std::ostringstream page;
+  write_html_report(page, snap, analysis, options);
   std::ofstream out(path, std::ios::binary);
   if (!out) throw io_error(fmt::format("{}: cannot write the HTML report", path));
-  try {
-    write_html_report(out, snap, analysis, options);
-  } catch (const io_error&) {
-    throw io_error(fmt::format("{}: writing the HTML report failed", path));
-  }
+  out << page.view();
   out.close();
   if (!out) throw io_error(fmt::format("{}: writing the HTML report failed", path));
 }

@@ -218,6 +218,15 @@ TEST(ReportHtml, EscapesHostileNames) {
   EXPECT_EQ(data["trace"], "<title>&\"evil\".pickle");
 }
 
+TEST(ReportHtml, ToleratesNamesThatAreNotUtf8) {
+  snapshot s = three_devices();
+  s.device_traces[0][1].frames = frame_stack{{"bad\xff\xfe.py", 1, "f\xc3"}};
+  const std::string html = page(s);
+  EXPECT_NO_THROW(embedded(html));
+  // U+FFFD, the replacement character, in the data.
+  EXPECT_NE(html.find("bad\xef\xbf\xbd\xef\xbf\xbd.py"), std::string::npos);
+}
+
 TEST(ReportHtml, EmbeddedDataRoundTrips) {
   const snapshot s = three_devices();
   const json data = embedded(page(s, fixture()));
@@ -423,6 +432,11 @@ TEST(ReportHtml, PathOverloadWritesTheFileAndThrowsIoError) {
   EXPECT_THROW(
       write_html_report((dir / "missing" / "report.html").string(), three_devices(), nullptr),
       io_error);
+  // A malformed analysis leaves no half-written page.
+  EXPECT_THROW(
+      write_html_report((dir / "bad.html").string(), three_devices(), {{"schema", "other/1"}}),
+      invalid_argument);
+  EXPECT_FALSE(fs::exists(dir / "bad.html"));
   fs::remove_all(dir);
 }
 

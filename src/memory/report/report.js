@@ -731,11 +731,15 @@
       x0 = Math.max(full[0], Math.min(x0, full[1] - span));
       view.x0 = x0; view.x1 = x0 + span;
     }
+    // Redraws on the next animation frame, once however many changes come before it; a timer
+    // stands in where frames do not come (a hidden tab, a headless browser).
     let pending = false;
     function redraw() {
       if (pending) return;
       pending = true;
-      requestAnimationFrame(() => { pending = false; drawActive(); drawLines(); });
+      const run = () => { if (!pending) return; pending = false; drawActive(); drawLines(); };
+      requestAnimationFrame(run);
+      setTimeout(run, 100);
     }
     function nearestOom(container, clientX) {
       const rect = container.getBoundingClientRect();
