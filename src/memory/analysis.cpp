@@ -271,7 +271,10 @@ json to_json(const analysis& a) {
       for (const ranked_result& r : m.ranked) candidates.push_back(candidate_json(r));
       modes.push_back({{"mode", std::string(to_string(m.mode))},
                        {"label", std::string(describe(m.mode))},
-                       {"start_reserved", m.ranked.empty() ? 0 : m.ranked.front().result.start_reserved},
+                       // The window starts every candidate in the recorded layout; a fresh process
+                       // starts each with the live blocks, laid out its own way.
+                       {"start_reserved", m.mode == start_mode::window ? json(d.start_reserved) : json(nullptr)},
+                       {"start_live", d.start_requested},
                        {"baseline_peak_reserved", adv.recorded_peak_reserved},
                        {"candidates", std::move(candidates)},
                        {"best", index_json(m.best)},

@@ -550,6 +550,15 @@ void write_recommendation(std::ostream& out, const device_info& d) {
       }
       out << "</ul>";
     }
+    const json& notes = opt_array(*rec, "notes", rp);
+    if (!notes.empty()) {
+      out << "<ul class=\"notes\">";
+      for (std::size_t i = 0; i < notes.size(); ++i) {
+        if (!notes[i].is_string()) bad_field(fmt::format("{}.notes[{}]", rp, i), "a string");
+        out << "<li>" << esc(notes[i].get<std::string>()) << "</li>";
+      }
+      out << "</ul>";
+    }
     out << "</section>";
   } else if (!comparable) {
     out << "<section class=\"card notice\" id=\"device-" << d.device
@@ -576,7 +585,9 @@ void write_recommendation(std::ostream& out, const device_info& d) {
       }
     }
     out << "<section class=\"card notice quiet\" id=\"" << id << "\"><h2>No recommendation</h2><p>";
-    if (any && all_oom) {
+    if (const auto verdict = opt_string(dev, "verdict", p); verdict && !verdict->empty()) {
+      out << esc(*verdict);
+    } else if (any && all_oom) {
       out << "Every candidate runs out of memory at this device's budget as the recording did: no "
              "allocator "
              "setting fixes this. The explanation below says where the memory went.";
@@ -611,11 +622,16 @@ void write_candidates(std::ostream& out, const device_info& d) {
         << ">";
     // The label is on the mode's button; the facts it may not say go here.
     const auto start = opt_bytes(mode, "start_reserved", mp);
+    const auto live = opt_bytes(mode, "start_live", mp);
     const auto base = opt_bytes(mode, "baseline_peak_reserved", mp);
-    if (start || base) {
+    if (start || live || base) {
       out << "<p class=\"mode-label\">";
-      if (start) out << "Starts with " << size_text(*start) << " reserved";
-      if (start && base) out << " &middot; ";
+      if (start) {
+        out << "Starts with " << size_text(*start) << " reserved";
+      } else if (live) {
+        out << "Starts with the " << size_text(*live) << " live, laid out by each setting";
+      }
+      if ((start || live) && base) out << " &middot; ";
       if (base) out << (start ? "the" : "The") << " recorded settings peak at " << size_text(*base);
       out << ".</p>";
     }
