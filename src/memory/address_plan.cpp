@@ -7,7 +7,9 @@ namespace keel::memory {
 namespace {
 
 constexpr std::uint64_t k_alignment = 2u << 20;
-std::uint64_t align_up(std::uint64_t x) { return (x + k_alignment - 1) / k_alignment * k_alignment; }
+std::uint64_t align_up(std::uint64_t x) {
+  return (x + k_alignment - 1) / k_alignment * k_alignment;
+}
 std::uint64_t align_down(std::uint64_t x) { return x / k_alignment * k_alignment; }
 
 }  // namespace
@@ -141,7 +143,8 @@ address_plan::inference address_plan::infer(const std::vector<driver_call>& star
     }
     (order == address_order::ascending ? out.ascending_hits : out.descending_hits) = hits;
   }
-  out.order = out.ascending_hits > out.descending_hits ? address_order::ascending : address_order::descending;
+  out.order = out.ascending_hits > out.descending_hits ? address_order::ascending
+                                                       : address_order::descending;
   return out;
 }
 

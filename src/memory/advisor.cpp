@@ -65,8 +65,9 @@ std::vector<candidate> default_candidates(const allocator_config& recorded, bool
   keel.policy = policy_kind::keel;
   out.push_back({keel, std::nullopt, false});
   if (with_capacity) {
-    for (const char* extra : {"garbage_collection_threshold:0.6", "garbage_collection_threshold:0.8",
-                              "garbage_collection_threshold:0.8,max_split_size_mb:256"}) {
+    for (const char* extra :
+         {"garbage_collection_threshold:0.6", "garbage_collection_threshold:0.8",
+          "garbage_collection_threshold:0.8,max_split_size_mb:256"}) {
       out.push_back({with(base, extra), 1.0, false});
     }
   }
@@ -100,24 +101,29 @@ advice advise(const trace_model& model, const std::vector<candidate>& candidates
   advice out;
   out.device = model.device;
   out.recorded_peak_reserved = model.recorded_peak_reserved;
-  out.capacity = options.capacity ? std::optional<std::uint64_t>(*options.capacity) : model.recorded_budget();
+  out.capacity =
+      options.capacity ? std::optional<std::uint64_t>(*options.capacity) : model.recorded_budget();
   if (model.entries == 0) {
     out.comparable = false;
     out.not_comparable_why =
-        "the snapshot holds no trace for this device (a state only): nothing shows how memory was used";
+        "the snapshot holds no trace for this device (a state only): nothing shows how memory was "
+        "used";
   } else if (model.segment_events.empty() && model.ooms.empty()) {
     out.comparable = false;
     out.not_comparable_why =
-        "the trace window has no segment events (no cudaMalloc, cudaFree or page maps): the recorded "
+        "the trace window has no segment events (no cudaMalloc, cudaFree or page maps): the "
+        "recorded "
         "segments already held everything, so every setting would hold the same memory";
   }
   if (!out.comparable) {
     out.record_instead =
         "record from the start of the process, before the model is built: "
-        "torch.cuda.memory._record_memory_history(max_entries=1000000), run past the step that peaks, "
+        "torch.cuda.memory._record_memory_history(max_entries=1000000), run past the step that "
+        "peaks, "
         "then torch.cuda.memory._dump_snapshot(\"run.pickle\")";
     out.elapsed_ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
+            .count();
     return out;
   }
 
@@ -126,7 +132,8 @@ advice advise(const trace_model& model, const std::vector<candidate>& candidates
   std::vector<ranked_result> results(total);
   std::size_t done = 0;
   std::mutex progress_mutex;
-  const unsigned threads = options.threads != 0 ? options.threads : std::thread::hardware_concurrency();
+  const unsigned threads =
+      options.threads != 0 ? options.threads : std::thread::hardware_concurrency();
   parallel_for(total, threads, [&](std::size_t i) {
     const candidate& c = candidates[i % per_mode];
     replay_options o;
@@ -149,13 +156,16 @@ advice advise(const trace_model& model, const std::vector<candidate>& candidates
   for (std::size_t m = 0; m < options.modes.size(); ++m) {
     mode_advice a;
     a.mode = options.modes[m];
-    a.ranked.assign(std::make_move_iterator(results.begin() + static_cast<std::ptrdiff_t>(m * per_mode)),
-                    std::make_move_iterator(results.begin() + static_cast<std::ptrdiff_t>((m + 1) * per_mode)));
-    std::stable_sort(a.ranked.begin(), a.ranked.end(), [](const ranked_result& x, const ranked_result& y) {
-      if (x.oom != y.oom) return !x.oom;
-      if (x.result.peak_reserved != y.result.peak_reserved) return x.result.peak_reserved < y.result.peak_reserved;
-      return x.result.device_mallocs < y.result.device_mallocs;  // fewer driver calls
-    });
+    a.ranked.assign(
+        std::make_move_iterator(results.begin() + static_cast<std::ptrdiff_t>(m * per_mode)),
+        std::make_move_iterator(results.begin() + static_cast<std::ptrdiff_t>((m + 1) * per_mode)));
+    std::stable_sort(
+        a.ranked.begin(), a.ranked.end(), [](const ranked_result& x, const ranked_result& y) {
+          if (x.oom != y.oom) return !x.oom;
+          if (x.result.peak_reserved != y.result.peak_reserved)
+            return x.result.peak_reserved < y.result.peak_reserved;
+          return x.result.device_mallocs < y.result.device_mallocs;  // fewer driver calls
+        });
     for (std::size_t i = 0; i < a.ranked.size(); ++i) {
       const ranked_result& r = a.ranked[i];
       const bool keel = r.settings.config.policy == policy_kind::keel;

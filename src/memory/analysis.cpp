@@ -33,16 +33,20 @@ bool worth_it(std::int64_t saving, std::uint64_t peak) {
 void recommend(device_analysis& d, const trace_model& model) {
   const advice& adv = d.adv;
   if (!adv.comparable) {
-    d.verdict = fmt::format("Settings cannot be compared from this window: {}. To compare them, {}.",
-                            adv.not_comparable_why, adv.record_instead);
+    d.verdict =
+        fmt::format("Settings cannot be compared from this window: {}. To compare them, {}.",
+                    adv.not_comparable_why, adv.record_instead);
     return;
   }
   const mode_advice* w = adv.mode(start_mode::window);
   if (w == nullptr) return;
-  const std::string budget = adv.capacity ? format_size(*adv.capacity) : std::string("unlimited memory");
+  const std::string budget =
+      adv.capacity ? format_size(*adv.capacity) : std::string("unlimited memory");
   if (!w->best) {
-    d.verdict = fmt::format("Every candidate runs out of memory within {} in this window: no setting helps; "
-                            "less memory must be live (see the OOM explanation).", budget);
+    d.verdict = fmt::format(
+        "Every candidate runs out of memory within {} in this window: no setting helps; "
+        "less memory must be live (see the OOM explanation).",
+        budget);
     return;
   }
   std::size_t chosen = *w->best;
@@ -50,17 +54,20 @@ void recommend(device_analysis& d, const trace_model& model) {
   // Prefer PyTorch's own allocator when it is within 1% of keel's policy: its tooling stays.
   if (best.settings.config.policy == policy_kind::keel && w->best_pytorch) {
     const ranked_result& bp = w->ranked[*w->best_pytorch];
-    if (static_cast<double>(bp.result.peak_reserved) <= 1.01 * static_cast<double>(best.result.peak_reserved)) {
+    if (static_cast<double>(bp.result.peak_reserved) <=
+        1.01 * static_cast<double>(best.result.peak_reserved)) {
       chosen = *w->best_pytorch;
     }
   }
   const ranked_result& pick = w->ranked[chosen];
   const bool serves_oom = !model.ooms.empty() && w->baseline && w->ranked[*w->baseline].oom;
-  if (pick.settings.baseline || (!serves_oom && !worth_it(pick.saving, adv.recorded_peak_reserved))) {
-    d.verdict = fmt::format("Keep the recorded settings: no candidate saves a meaningful amount in this window "
-                            "(the best, {}, peaks at {}, {} against the recording's {}).",
-                            label(pick.settings), format_size(pick.result.peak_reserved), signed_size(pick.saving),
-                            format_size(adv.recorded_peak_reserved));
+  if (pick.settings.baseline ||
+      (!serves_oom && !worth_it(pick.saving, adv.recorded_peak_reserved))) {
+    d.verdict = fmt::format(
+        "Keep the recorded settings: no candidate saves a meaningful amount in this window "
+        "(the best, {}, peaks at {}, {} against the recording's {}).",
+        label(pick.settings), format_size(pick.result.peak_reserved), signed_size(pick.saving),
+        format_size(adv.recorded_peak_reserved));
     return;
   }
   recommendation r;
@@ -68,30 +75,39 @@ void recommend(device_analysis& d, const trace_model& model) {
   r.candidate = chosen;
   r.saving = pick.saving;
   r.how = recipe_for(pick.settings.config, pick.settings.memory_fraction);
-  r.title = serves_oom
-                ? fmt::format("Use {}: it serves the request that ran out of memory, within the same {}, and "
-                              "peaks at {} ({} against the recording's {})",
-                              label(pick.settings), budget, format_size(pick.result.peak_reserved),
-                              signed_size(pick.saving), format_size(adv.recorded_peak_reserved))
-                : fmt::format("Use {}: peak reserved {} instead of the recording's {} (saves {}, {:.1f}%)",
-                              label(pick.settings), format_size(pick.result.peak_reserved),
-                              format_size(adv.recorded_peak_reserved), format_size(static_cast<std::uint64_t>(pick.saving)),
-                              100.0 * static_cast<double>(pick.saving) / static_cast<double>(adv.recorded_peak_reserved));
-  if (const std::optional<fidelity_report> f = adv.fidelity(); f && !f->exact()) r.notes.push_back(f->line());
+  r.title =
+      serves_oom
+          ? fmt::format(
+                "Use {}: it serves the request that ran out of memory, within the same {}, and "
+                "peaks at {} ({} against the recording's {})",
+                label(pick.settings), budget, format_size(pick.result.peak_reserved),
+                signed_size(pick.saving), format_size(adv.recorded_peak_reserved))
+          : fmt::format(
+                "Use {}: peak reserved {} instead of the recording's {} (saves {}, {:.1f}%)",
+                label(pick.settings), format_size(pick.result.peak_reserved),
+                format_size(adv.recorded_peak_reserved),
+                format_size(static_cast<std::uint64_t>(pick.saving)),
+                100.0 * static_cast<double>(pick.saving) /
+                    static_cast<double>(adv.recorded_peak_reserved));
+  if (const std::optional<fidelity_report> f = adv.fidelity(); f && !f->exact())
+    r.notes.push_back(f->line());
   if (w->best_keel && w->best_pytorch) {
     const ranked_result& k = w->ranked[*w->best_keel];
     const ranked_result& p = w->ranked[*w->best_pytorch];
     r.notes.push_back(fmt::format("keel's policy peaks at {}{}, PyTorch's best setting ({}) at {}",
-                                  format_size(k.result.peak_reserved), k.oom ? " but runs out of memory" : "",
-                                  label(p.settings), format_size(p.result.peak_reserved)));
+                                  format_size(k.result.peak_reserved),
+                                  k.oom ? " but runs out of memory" : "", label(p.settings),
+                                  format_size(p.result.peak_reserved)));
   }
   if (const mode_advice* f = adv.mode(start_mode::fresh); f != nullptr && f->baseline) {
     const ranked_result& restart = f->ranked[*f->baseline];
     for (const ranked_result& c : f->ranked) {
-      if (c.settings.config == pick.settings.config && c.settings.memory_fraction == pick.settings.memory_fraction) {
-        r.notes.push_back(fmt::format("in a fresh process it would peak at {}; a restart with the recorded "
-                                      "settings alone peaks at {}",
-                                      format_size(c.result.peak_reserved), format_size(restart.result.peak_reserved)));
+      if (c.settings.config == pick.settings.config &&
+          c.settings.memory_fraction == pick.settings.memory_fraction) {
+        r.notes.push_back(fmt::format(
+            "in a fresh process it would peak at {}; a restart with the recorded "
+            "settings alone peaks at {}",
+            format_size(c.result.peak_reserved), format_size(restart.result.peak_reserved)));
       }
     }
   }
@@ -101,34 +117,39 @@ void recommend(device_analysis& d, const trace_model& model) {
 
 json candidate_json(const ranked_result& r) {
   json timeline = json::array();
-  for (const timeline_point& p : r.result.timeline) timeline.push_back({p.entry, p.allocated, p.reserved});
+  for (const timeline_point& p : r.result.timeline)
+    timeline.push_back({p.entry, p.allocated, p.reserved});
   json oom_entry = nullptr;
   for (const replay_oom& o : r.result.ooms) {
     oom_entry = o.entry;
     break;
   }
-  return {{"label", label(r.settings)},
-          {"conf", r.settings.config.to_string()},
-          {"policy", std::string(to_string(r.settings.config.policy))},
-          {"memory_fraction", r.settings.memory_fraction ? json(*r.settings.memory_fraction) : json(nullptr)},
-          {"recorded", r.settings.baseline},
-          {"env", environment_line(r.settings)},
-          {"peak_reserved", r.result.peak_reserved},
-          {"peak_allocated", r.result.peak_allocated},
-          {"saving", r.saving},
-          {"fragmentation", r.result.fragmentation},
-          {"device_mallocs", r.result.device_mallocs},
-          {"oom", r.oom},
-          {"oom_entry", oom_entry},
-          {"start_exceeds_capacity", r.result.start_exceeds_capacity ? json(*r.result.start_exceeds_capacity) : json(nullptr)},
-          {"timeline", std::move(timeline)}};
+  return {
+      {"label", label(r.settings)},
+      {"conf", r.settings.config.to_string()},
+      {"policy", std::string(to_string(r.settings.config.policy))},
+      {"memory_fraction",
+       r.settings.memory_fraction ? json(*r.settings.memory_fraction) : json(nullptr)},
+      {"recorded", r.settings.baseline},
+      {"env", environment_line(r.settings)},
+      {"peak_reserved", r.result.peak_reserved},
+      {"peak_allocated", r.result.peak_allocated},
+      {"saving", r.saving},
+      {"fragmentation", r.result.fragmentation},
+      {"device_mallocs", r.result.device_mallocs},
+      {"oom", r.oom},
+      {"oom_entry", oom_entry},
+      {"start_exceeds_capacity",
+       r.result.start_exceeds_capacity ? json(*r.result.start_exceeds_capacity) : json(nullptr)},
+      {"timeline", std::move(timeline)}};
 }
 
 json index_json(const std::optional<std::size_t>& i) { return i ? json(*i) : json(nullptr); }
 
 json notes_json(const std::vector<model_note>& notes) {
   json out = json::array();
-  for (const model_note& n : notes) out.push_back({{"text", n.text}, {"example", n.example}, {"count", n.count}});
+  for (const model_note& n : notes)
+    out.push_back({{"text", n.text}, {"example", n.example}, {"count", n.count}});
   return out;
 }
 
@@ -136,8 +157,9 @@ std::string notes_text(const std::vector<model_note>& notes) {
   std::string out;
   for (std::size_t i = 0; i < notes.size() && i < 10; ++i) {
     const model_note& n = notes[i];
-    out += n.count > 1 ? fmt::format("note      {} ({} times; first {})\n", n.text, n.count, n.example)
-                       : fmt::format("note      {} ({})\n", n.text, n.example);
+    out += n.count > 1
+               ? fmt::format("note      {} ({} times; first {})\n", n.text, n.count, n.example)
+               : fmt::format("note      {} ({})\n", n.text, n.example);
   }
   return out;
 }
@@ -147,20 +169,25 @@ std::string notes_text(const std::vector<model_note>& notes) {
 parsed_allocator_config settings_for(const trace_model& model, std::string_view policy,
                                      const std::optional<std::string>& conf) {
   parsed_allocator_config out{model.recorded_config, {}};
-  if (conf) out = allocator_config::parse(*conf, "--conf", model.recorded_config, {model.grammar, config_source::keel});
+  if (conf)
+    out = allocator_config::parse(*conf, "--conf", model.recorded_config,
+                                  {model.grammar, config_source::keel});
   if (policy == "keel") {
     out.config.policy = policy_kind::keel;
   } else if (policy != "pytorch") {
-    throw invalid_argument(fmt::format("--policy: unknown policy '{}': expected pytorch or keel", policy));
+    throw invalid_argument(
+        fmt::format("--policy: unknown policy '{}': expected pytorch or keel", policy));
   }
-  if (const std::optional<std::string> why = out.config.replay_limitation()) throw invalid_argument(*why);
+  if (const std::optional<std::string> why = out.config.replay_limitation())
+    throw invalid_argument(*why);
   return out;
 }
 
 callsite_grouping parse_callsite_grouping(std::string_view text) {
   if (text == "site") return callsite_grouping::site;
   if (text == "module") return callsite_grouping::module;
-  throw invalid_argument(fmt::format("--sites-by: unknown grouping '{}': expected site or module", text));
+  throw invalid_argument(
+      fmt::format("--sites-by: unknown grouping '{}': expected site or module", text));
 }
 
 std::vector<int> devices_to_analyze(const snapshot& snap, std::optional<int> device) {
@@ -203,11 +230,13 @@ analysis analyze(const snapshot& snap, const std::string& trace, const analysis_
     if (options.explain) d.oom = explain_oom(snap, model, options.capacity);
     callsite_options co;
     co.top = k_peak_sites;
-    d.at_peak = model.entries == 0 ? summarize_callsites(live_allocations(snap, device), co)
-                                   : summarize_callsites(model.live_at(model.recorded_peak_entry + 1).live, co);
+    d.at_peak = model.entries == 0
+                    ? summarize_callsites(live_allocations(snap, device), co)
+                    : summarize_callsites(model.live_at(model.recorded_peak_entry + 1).live, co);
     a.devices.push_back(std::move(d));
   }
-  a.elapsed_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+  a.elapsed_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
   return a;
 }
 
@@ -234,7 +263,8 @@ json to_json(const fidelity_report& f) {
 
 json to_json(const oom_explanation& x) {
   const auto pool = [](const pool_summary& p) {
-    return json{{"segments", p.segments}, {"reserved", p.reserved}, {"allocated", p.allocated}, {"free", p.free},
+    return json{{"segments", p.segments},         {"reserved", p.reserved},
+                {"allocated", p.allocated},       {"free", p.free},
                 {"largest_free", p.largest_free}, {"free_fragments", p.free_fragments}};
   };
   return {{"found", x.found},
@@ -273,7 +303,8 @@ json to_json(const analysis& a) {
                        {"label", std::string(describe(m.mode))},
                        // The window starts every candidate in the recorded layout; a fresh process
                        // starts each with the live blocks, laid out its own way.
-                       {"start_reserved", m.mode == start_mode::window ? json(d.start_reserved) : json(nullptr)},
+                       {"start_reserved",
+                        m.mode == start_mode::window ? json(d.start_reserved) : json(nullptr)},
                        {"start_live", d.start_requested},
                        {"baseline_peak_reserved", adv.recorded_peak_reserved},
                        {"candidates", std::move(candidates)},
@@ -300,9 +331,14 @@ json to_json(const analysis& a) {
          {"entries", d.entries},
          {"time_us", time},
          {"settings", d.settings},
-         {"start", {{"segments", d.start_segments}, {"reserved", d.start_reserved}, {"live_requested", d.start_requested}}},
-         {"recorded", {{"peak_reserved", adv.recorded_peak_reserved}, {"segment_events", d.segment_events},
-                       {"budget", optional_json(adv.capacity)}}},
+         {"start",
+          {{"segments", d.start_segments},
+           {"reserved", d.start_reserved},
+           {"live_requested", d.start_requested}}},
+         {"recorded",
+          {{"peak_reserved", adv.recorded_peak_reserved},
+           {"segment_events", d.segment_events},
+           {"budget", optional_json(adv.capacity)}}},
          {"fidelity", fidelity ? to_json(*fidelity) : json(nullptr)},
          {"comparable", adv.comparable},
          {"not_comparable_why", adv.comparable ? json(nullptr) : json(adv.not_comparable_why)},
@@ -314,11 +350,14 @@ json to_json(const analysis& a) {
          {"callsites_at_peak", to_json(d.at_peak)},
          {"notes", notes_json(d.notes)}});
   }
-  return {{"schema", "keel.mem.analysis/1"}, {"trace", a.trace}, {"devices", std::move(devices)},
+  return {{"schema", "keel.mem.analysis/1"},
+          {"trace", a.trace},
+          {"devices", std::move(devices)},
           {"elapsed_ms", a.elapsed_ms}};
 }
 
-callsite_summary sites_at_peak(const replay_result& r, const trace_model& model, const callsite_options& sites) {
+callsite_summary sites_at_peak(const replay_result& r, const trace_model& model,
+                               const callsite_options& sites) {
   return summarize_callsites(model.live_at(r.peak_entry ? *r.peak_entry + 1 : 0).live, sites);
 }
 
@@ -331,22 +370,27 @@ json to_json(const replay_result& r, const trace_model& model, const callsite_op
   j["capacity"] = optional_json(r.capacity);
   j["events"] = r.events;
   j["ops"] = r.ops;
-  j["start_exceeds_capacity"] = r.start_exceeds_capacity ? json(*r.start_exceeds_capacity) : json(nullptr);
+  j["start_exceeds_capacity"] =
+      r.start_exceeds_capacity ? json(*r.start_exceeds_capacity) : json(nullptr);
   j["peak_allocated"] = r.peak_allocated;
   j["peak_reserved"] = r.peak_reserved;
   j["recorded_peak_reserved"] = model.recorded_peak_reserved;
   j["fragmentation"] = r.fragmentation;
-  j["at_peak"] = {{"requested", r.requested_at_peak}, {"internal", r.internal_at_peak}, {"external", r.external_at_peak}};
+  j["at_peak"] = {{"requested", r.requested_at_peak},
+                  {"internal", r.internal_at_peak},
+                  {"external", r.external_at_peak}};
   j["device_mallocs"] = r.device_mallocs;
   j["retries"] = r.retries;
   j["ooms"] = json::array();
   for (const replay_oom& o : r.ooms) {
-    j["ooms"].push_back({{"entry", o.entry}, {"size", o.size}, {"recorded", o.recorded}, {"message", o.message}});
+    j["ooms"].push_back(
+        {{"entry", o.entry}, {"size", o.size}, {"recorded", o.recorded}, {"message", o.message}});
   }
   j["stopped_at_oom"] = r.stopped_at_oom;
   j["recorded_ooms_served"] = r.recorded_ooms_served;
   j["fidelity"] = r.fidelity ? to_json(*r.fidelity) : json(nullptr);
-  j["start_state"] = {{"segments", model.start.size()}, {"reserved", model.start_reserved},
+  j["start_state"] = {{"segments", model.start.size()},
+                      {"reserved", model.start_reserved},
                       {"requested", model.start_requested}};
   j["driver_order"] = {{"order", std::string(to_string(model.driver_order.order))},
                        {"ascending_hits", model.driver_order.ascending_hits},
@@ -367,51 +411,66 @@ std::string to_text(const replay_result& r, const trace_model& model, const std:
     frees += op.kind == op_kind::free;
     empties += op.kind == op_kind::empty_cache;
   }
-  std::string out = fmt::format("trace     {} (device {}): {} events; {} allocs, {} frees, {} empty_cache, {} recorded OOM{}\n",
-                                trace, r.device, r.events, allocs, frees, empties, model.ooms.size(),
-                                model.ooms.size() == 1 ? "" : "s");
+  std::string out = fmt::format(
+      "trace     {} (device {}): {} events; {} allocs, {} frees, {} empty_cache, {} recorded "
+      "OOM{}\n",
+      trace, r.device, r.events, allocs, frees, empties, model.ooms.size(),
+      model.ooms.size() == 1 ? "" : "s");
   out += fmt::format("policy    {}{}\n", to_string(r.policy),
                      r.conf.empty() ? " (PyTorch's default settings)" : " with " + r.conf);
-  out += fmt::format("start     {}: {} segments, {} reserved, {} requested live\n", describe(r.start),
-                     model.start.size(), format_size(model.start_reserved), format_size(model.start_requested));
-  out += fmt::format("device    {}\n", r.capacity ? format_size(*r.capacity) + (model.recorded_budget() && *r.capacity == *model.recorded_budget()
-                                                                                ? " (the budget the recorded OOM implies: mapped + free)"
-                                                                                : "")
-                                                  : std::string("unlimited memory"));
+  out += fmt::format("start     {}: {} segments, {} reserved, {} requested live\n",
+                     describe(r.start), model.start.size(), format_size(model.start_reserved),
+                     format_size(model.start_requested));
+  out += fmt::format("device    {}\n",
+                     r.capacity
+                         ? format_size(*r.capacity) +
+                               (model.recorded_budget() && *r.capacity == *model.recorded_budget()
+                                    ? " (the budget the recorded OOM implies: mapped + free)"
+                                    : "")
+                         : std::string("unlimited memory"));
   if (r.start_exceeds_capacity) return out + "result    " + *r.start_exceeds_capacity + "\n";
-  out += fmt::format("peak      {} reserved (recorded {}), {} allocated (requested bytes)\n", format_size(r.peak_reserved),
-                     format_size(model.recorded_peak_reserved), format_size(r.peak_allocated));
-  out += fmt::format("at peak   {} requested, {} rounding inside blocks, {} free in segments (fragmentation {:.3f})\n",
-                     format_size(r.requested_at_peak), format_size(r.internal_at_peak), format_size(r.external_at_peak),
-                     r.fragmentation);
+  out += fmt::format("peak      {} reserved (recorded {}), {} allocated (requested bytes)\n",
+                     format_size(r.peak_reserved), format_size(model.recorded_peak_reserved),
+                     format_size(r.peak_allocated));
+  out += fmt::format(
+      "at peak   {} requested, {} rounding inside blocks, {} free in segments (fragmentation "
+      "{:.3f})\n",
+      format_size(r.requested_at_peak), format_size(r.internal_at_peak),
+      format_size(r.external_at_peak), r.fragmentation);
   out += fmt::format("driver    {} device mallocs, {} retries\n", r.device_mallocs, r.retries);
   if (!r.ooms.empty()) {
     const replay_oom& o = r.ooms.front();
-    out += fmt::format("OOM       at entry {} ({}): {}\n", o.entry, o.recorded ? "as recorded" : "not in the recording",
-                       o.message);
+    out += fmt::format("OOM       at entry {} ({}): {}\n", o.entry,
+                       o.recorded ? "as recorded" : "not in the recording", o.message);
   }
   if (r.ooms.size() > 1) {
     std::vector<std::uint32_t> entries;
     for (std::size_t i = 1; i < r.ooms.size() && i <= 8; ++i) entries.push_back(r.ooms[i].entry);
-    out += fmt::format("OOM       {} more, at entries {}{} (--json lists them)\n", r.ooms.size() - 1, fmt::join(entries, ", "),
-                       r.ooms.size() > 9 ? ", ..." : "");
+    out +=
+        fmt::format("OOM       {} more, at entries {}{} (--json lists them)\n", r.ooms.size() - 1,
+                    fmt::join(entries, ", "), r.ooms.size() > 9 ? ", ..." : "");
   }
-  if (r.stopped_at_oom) out += "stopped   at the first OOM the recording does not have (--continue-after-oom goes on)\n";
+  if (r.stopped_at_oom)
+    out +=
+        "stopped   at the first OOM the recording does not have (--continue-after-oom goes on)\n";
   if (r.recorded_ooms_served > 0) {
-    out += fmt::format("served    {} request{} the recording could not serve\n", r.recorded_ooms_served,
-                       r.recorded_ooms_served == 1 ? "" : "s");
+    out += fmt::format("served    {} request{} the recording could not serve\n",
+                       r.recorded_ooms_served, r.recorded_ooms_served == 1 ? "" : "s");
   }
   if (r.fidelity) out += "fidelity  " + r.fidelity->line() + "\n";
   const callsite_summary at_peak = sites_at_peak(r, model, sites);
   if (at_peak.total_count > 0) {
-    out += fmt::format("at peak   {} live in {} allocations: {}\n", format_size(at_peak.total_bytes), at_peak.total_count,
-                       category_line(at_peak));
+    out +=
+        fmt::format("at peak   {} live in {} allocations: {}\n", format_size(at_peak.total_bytes),
+                    at_peak.total_count, category_line(at_peak));
     for (std::size_t i = 0; i < at_peak.sites.size() && i < 5; ++i) {
       const callsite& c = at_peak.sites[i];
-      out += fmt::format("  {:>10}  {:>5}x  {:<15}  {}\n", format_size(c.bytes), c.count, to_string(c.category), c.site);
+      out += fmt::format("  {:>10}  {:>5}x  {:<15}  {}\n", format_size(c.bytes), c.count,
+                         to_string(c.category), c.site);
     }
-    if (at_peak.total_rows > 5) out += fmt::format("  and {} more {}\n", at_peak.total_rows - 5,
-                                                   sites.group_by == callsite_grouping::module ? "modules" : "call sites");
+    if (at_peak.total_rows > 5)
+      out += fmt::format("  and {} more {}\n", at_peak.total_rows - 5,
+                         sites.group_by == callsite_grouping::module ? "modules" : "call sites");
   }
   out += notes_text(model.notes);
   return out;
@@ -421,32 +480,41 @@ std::string to_text(const analysis& a) {
   std::string out;
   std::vector<int> ids;
   for (const device_analysis& d : a.devices) ids.push_back(d.device);
-  out += fmt::format("{}: device{} {}\n", a.trace, ids.size() == 1 ? "" : "s", fmt::join(ids, ", "));
+  out +=
+      fmt::format("{}: device{} {}\n", a.trace, ids.size() == 1 ? "" : "s", fmt::join(ids, ", "));
   for (const device_analysis& d : a.devices) {
     const advice& adv = d.adv;
-    out += fmt::format("\ndevice {}: {} events, recorded settings {}, recorded peak reserved {}{}\n", d.device, d.entries,
-                       d.settings.empty() ? "PyTorch defaults" : d.settings, format_size(adv.recorded_peak_reserved),
-                       adv.capacity ? fmt::format(", device budget {}", format_size(*adv.capacity)) : "");
-    if (const std::optional<fidelity_report> f = adv.fidelity()) out += "fidelity  " + f->line() + "\n";
+    out += fmt::format(
+        "\ndevice {}: {} events, recorded settings {}, recorded peak reserved {}{}\n", d.device,
+        d.entries, d.settings.empty() ? "PyTorch defaults" : d.settings,
+        format_size(adv.recorded_peak_reserved),
+        adv.capacity ? fmt::format(", device budget {}", format_size(*adv.capacity)) : "");
+    if (const std::optional<fidelity_report> f = adv.fidelity())
+      out += "fidelity  " + f->line() + "\n";
     for (const mode_advice& m : adv.modes) {
       out += m.mode == start_mode::window
-                 ? fmt::format("\n{}; starts with {} reserved\n", describe(m.mode), format_size(d.start_reserved))
-                 : fmt::format("\n{}; starts with {} live\n", describe(m.mode), format_size(d.start_requested));
+                 ? fmt::format("\n{}; starts with {} reserved\n", describe(m.mode),
+                               format_size(d.start_reserved))
+                 : fmt::format("\n{}; starts with {} live\n", describe(m.mode),
+                               format_size(d.start_requested));
       std::size_t width = 8;
       for (const ranked_result& r : m.ranked) width = std::max(width, label(r.settings).size());
-      out += fmt::format("{:>4}  {:<{}} {:>11} {:>11} {:>6} {:>7}\n", "rank", "settings", width, "peak resv", "saving",
-                         "frag", "mallocs");
+      out += fmt::format("{:>4}  {:<{}} {:>11} {:>11} {:>6} {:>7}\n", "rank", "settings", width,
+                         "peak resv", "saving", "frag", "mallocs");
       for (std::size_t i = 0; i < m.ranked.size(); ++i) {
         const ranked_result& r = m.ranked[i];
         std::string flag;
         if (r.result.start_exceeds_capacity) {
           flag = "  start does not fit";
         } else if (r.oom) {
-          flag = r.result.ooms.empty() ? "  OOM" : fmt::format("  OOM at entry {}", r.result.ooms.front().entry);
+          flag = r.result.ooms.empty()
+                     ? "  OOM"
+                     : fmt::format("  OOM at entry {}", r.result.ooms.front().entry);
         }
-        out += fmt::format("{:>4}  {:<{}} {:>11} {:>11} {:>6.3f} {:>7}{}\n", i + 1, label(r.settings), width,
-                           format_size(r.result.peak_reserved), signed_size(r.saving), r.result.fragmentation,
-                           r.result.device_mallocs, flag);
+        out +=
+            fmt::format("{:>4}  {:<{}} {:>11} {:>11} {:>6.3f} {:>7}{}\n", i + 1, label(r.settings),
+                        width, format_size(r.result.peak_reserved), signed_size(r.saving),
+                        r.result.fragmentation, r.result.device_mallocs, flag);
       }
     }
     out += "\n" + d.verdict + "\n";

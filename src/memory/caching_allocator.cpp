@@ -112,7 +112,11 @@ std::int64_t now_us() {
 class caching_allocator::impl {
  public:
   impl(backend& b, const allocator_config& config, int device)
-      : backend_(b), config_(config), device_(device), large_(false, &nodes_), small_(true, &nodes_) {
+      : backend_(b),
+        config_(config),
+        device_(device),
+        large_(false, &nodes_),
+        small_(true, &nodes_) {
     stats_.max_split_size = config.max_split_size == allocator_config::k_unlimited
                                 ? -1
                                 : static_cast<std::int64_t>(config.max_split_size);
@@ -158,7 +162,8 @@ class caching_allocator::impl {
 
     bool found = get_free_block(p) || (trigger_free_memory_callbacks() && get_free_block(p));
     if (!found) {
-      if (set_fraction_ && config_.garbage_collection_threshold > 0.0) garbage_collect_cached_blocks();
+      if (set_fraction_ && config_.garbage_collection_threshold > 0.0)
+        garbage_collect_cached_blocks();
       found = alloc_block(p, false) ||
               (release_available_cached_blocks(p) && alloc_block(p, false)) ||
               (release_cached_blocks() && alloc_block(p, true));
@@ -172,7 +177,8 @@ class caching_allocator::impl {
     std::lock_guard lock(mutex_);
     const auto it = live_.find(address);
     if (it == live_.end()) {
-      KEEL_LOG_WARN("memory", "deallocate of {:#x}, which is not a live allocation: ignored", address);
+      KEEL_LOG_WARN("memory", "deallocate of {:#x}, which is not a live allocation: ignored",
+                    address);
       return;
     }
     block* b = it->second;
@@ -262,11 +268,12 @@ class caching_allocator::impl {
       std::size_t sum = 0;
       for (const imported_block& ib : seg.blocks) sum += ib.size;
       if (sum != seg.total_size || seg.blocks.empty()) {
-        throw invalid_argument(fmt::format("import: blocks sum to {} but the segment holds {}", sum,
-                                           seg.total_size));
+        throw invalid_argument(
+            fmt::format("import: blocks sum to {} but the segment holds {}", sum, seg.total_size));
       }
       if (seg.expandable && expandable_) {
-        auto it = std::find_if(ranges.begin(), ranges.end(), [&](const auto& r) { return r.first == seg.range; });
+        auto it = std::find_if(ranges.begin(), ranges.end(),
+                               [&](const auto& r) { return r.first == seg.range; });
         if (it == ranges.end()) it = ranges.insert(ranges.end(), {seg.range, {}});
         it->second.push_back(&seg);
         continue;
@@ -289,8 +296,10 @@ class caching_allocator::impl {
 
   // One expandable range of the starting state: reserve it, map its runs, tile it with the
   // runs' blocks and unmapped gaps.
-  void import_range(std::vector<const imported_segment*>& runs, std::vector<std::uint64_t>& live_addresses) {
-    std::sort(runs.begin(), runs.end(), [](const auto* a, const auto* b) { return a->range_offset < b->range_offset; });
+  void import_range(std::vector<const imported_segment*>& runs,
+                    std::vector<std::uint64_t>& live_addresses) {
+    std::sort(runs.begin(), runs.end(),
+              [](const auto* a, const auto* b) { return a->range_offset < b->range_offset; });
     block_pool& pool = runs.front()->is_small ? small_ : large_;
     const std::size_t page = page_size_for(pool);
     const std::size_t needed = runs.back()->range_offset + runs.back()->total_size;
@@ -316,10 +325,12 @@ class caching_allocator::impl {
       prev = gap;
     };
     for (const imported_segment* run : runs) {
-      if (run->range_offset < cursor || run->range_offset % page != 0 || run->total_size % page != 0) {
-        throw invalid_argument(fmt::format("import: expandable run at offset {} ({} bytes) is not a run of "
-                                           "whole {}-byte pages after the previous one",
-                                           run->range_offset, run->total_size, page));
+      if (run->range_offset < cursor || run->range_offset % page != 0 ||
+          run->total_size % page != 0) {
+        throw invalid_argument(
+            fmt::format("import: expandable run at offset {} ({} bytes) is not a run of "
+                        "whole {}-byte pages after the previous one",
+                        run->range_offset, run->total_size, page));
       }
       unmapped_gap(run->range_offset);
       if (map_range(*es, es->base + run->range_offset, run->total_size) == 0) {
@@ -329,15 +340,17 @@ class caching_allocator::impl {
       for_pool(pool, [&](std::size_t t) {
         stats_.reserved_bytes[t].increase(static_cast<std::int64_t>(run->total_size));
       });
-      import_blocks(*run, pool, es->base + run->range_offset, es.get(), false, prev, live_addresses);
+      import_blocks(*run, pool, es->base + run->range_offset, es.get(), false, prev,
+                    live_addresses);
       cursor = run->range_offset + run->total_size;
     }
     unmapped_gap(pages * page);
     segments_.push_back(std::move(es));
   }
 
-  void import_blocks(const imported_segment& seg, block_pool& pool, std::uint64_t ptr, expandable_segment* es,
-                     bool split, block*& prev, std::vector<std::uint64_t>& live_addresses) {
+  void import_blocks(const imported_segment& seg, block_pool& pool, std::uint64_t ptr,
+                     expandable_segment* es, bool split, block*& prev,
+                     std::vector<std::uint64_t>& live_addresses) {
     for (const imported_block& ib : seg.blocks) {
       block* b = new_block(seg.stream, ib.size, &pool, ptr);
       b->expandable = es;
@@ -370,8 +383,9 @@ class caching_allocator::impl {
   }
 
   [[noreturn]] void throw_start_does_not_fit(std::size_t bytes) const {
-    throw out_of_memory(fmt::format("CUDA out of memory. The starting state needs {} more and only {} is free.",
-                                    format_size(bytes), format_size(backend_.free_bytes())));
+    throw out_of_memory(
+        fmt::format("CUDA out of memory. The starting state needs {} more and only {} is free.",
+                    format_size(bytes), format_size(backend_.free_bytes())));
   }
 
   memory_usage usage() const {
@@ -400,9 +414,10 @@ class caching_allocator::impl {
 
   template <class F>
   void for_each_stat(F f) {
-    for (stat_array* a : {&stats_.allocation, &stats_.segment, &stats_.active, &stats_.inactive_split,
-                          &stats_.allocated_bytes, &stats_.reserved_bytes, &stats_.active_bytes,
-                          &stats_.inactive_split_bytes, &stats_.requested_bytes}) {
+    for (stat_array* a :
+         {&stats_.allocation, &stats_.segment, &stats_.active, &stats_.inactive_split,
+          &stats_.allocated_bytes, &stats_.reserved_bytes, &stats_.active_bytes,
+          &stats_.inactive_split_bytes, &stats_.requested_bytes}) {
       for (stat& s : *a) f(s);
     }
     f(stats_.oversize_allocations);
@@ -456,8 +471,8 @@ class caching_allocator::impl {
   }
 
   std::size_t page_size_for(const block_pool& pool) const noexcept {
-    std::size_t page = pool.is_small || config_.policy == policy_kind::keel ? k_small_buffer
-                                                                            : k_large_buffer;
+    std::size_t page =
+        pool.is_small || config_.policy == policy_kind::keel ? k_small_buffer : k_large_buffer;
     return round_up(page, backend_.page_granularity());
   }
 
@@ -465,7 +480,8 @@ class caching_allocator::impl {
 
   bool get_free_block(alloc_params& p) {
     block_pool& pool = *p.pool;
-    if (set_fraction_ && config_.garbage_collection_threshold > 0.0) ++pool.get_free_blocks_call_count;
+    if (set_fraction_ && config_.garbage_collection_threshold > 0.0)
+      ++pool.get_free_blocks_call_count;
     block key;
     key.stream = p.stream;
     key.size = p.size;
@@ -485,7 +501,8 @@ class caching_allocator::impl {
       } else {
         do {
           ++it;
-        } while (it != pool.blocks.end() && (*it)->expandable != nullptr && (*it)->stream == p.stream);
+        } while (it != pool.blocks.end() && (*it)->expandable != nullptr &&
+                 (*it)->stream == p.stream);
         if (it == pool.blocks.end() || (*it)->stream != p.stream) return false;
       }
     }
@@ -570,12 +587,14 @@ class caching_allocator::impl {
     key.stream = p.stream;
     key.size = std::max(p.size, config_.max_split_size);
     auto it = pool.blocks.lower_bound(&key);
-    while (it != pool.blocks.end() && (*it)->stream == p.stream && (*it)->expandable != nullptr) ++it;
+    while (it != pool.blocks.end() && (*it)->stream == p.stream && (*it)->expandable != nullptr)
+      ++it;
     if (it == pool.blocks.end() || (*it)->stream != p.stream) {
       if (it == pool.blocks.begin()) return false;
       std::size_t released = 0;
       --it;
-      while (released < key.size && (*it)->size >= config_.max_split_size && (*it)->stream == p.stream) {
+      while (released < key.size && (*it)->size >= config_.max_split_size &&
+             (*it)->stream == p.stream) {
         auto current = it;
         const bool at_begin = it == pool.blocks.begin();
         if (!at_begin) --it;
@@ -809,8 +828,8 @@ class caching_allocator::impl {
       }
       return bytes >= size;
     };
-    for (auto it = pool->unmapped.lower_bound(&key); it != pool->unmapped.end() && (*it)->stream == stream;
-         ++it) {
+    for (auto it = pool->unmapped.lower_bound(&key);
+         it != pool->unmapped.end() && (*it)->stream == stream; ++it) {
       block* c = *it;
       if (allocatable(c->prev)) c = c->prev;
       if (has_space(c)) return c;
@@ -836,7 +855,8 @@ class caching_allocator::impl {
 
   // PyTorch reserves 1.125 x the device's memory per range (capped at 1 TiB of memory here).
   std::size_t range_pages(std::size_t page) const noexcept {
-    const std::size_t device_memory = std::min<std::size_t>(backend_.capacity(), std::size_t{1} << 40);
+    const std::size_t device_memory =
+        std::min<std::size_t>(backend_.capacity(), std::size_t{1} << 40);
     return (device_memory + device_memory / 8 + page - 1) / page;
   }
 
@@ -847,19 +867,23 @@ class caching_allocator::impl {
     pool.unmapped.erase(to_map);
     to_map->mapped = true;
     if (mapped < to_map->size) {
-      block* remaining = new_block(to_map->stream, to_map->size - mapped, &pool, to_map->ptr + mapped);
+      block* remaining =
+          new_block(to_map->stream, to_map->size - mapped, &pool, to_map->ptr + mapped);
       remaining->mapped = false;
       remaining->expandable = to_map->expandable;
       remaining->splice(to_map, to_map->next);
       pool.unmapped.insert(remaining);
       to_map->size = mapped;
     }
-    const std::uint64_t mapped_at = to_map->ptr;  // the trace names the pages mapped, before merging
+    const std::uint64_t mapped_at =
+        to_map->ptr;  // the trace names the pages mapped, before merging
     try_merge_blocks(to_map, to_map->prev, pool);
     try_merge_blocks(to_map, to_map->next, pool);
     pool.insert(to_map);
     total_allocated_memory_ += mapped;
-    for_pool(pool, [&](std::size_t t) { stats_.reserved_bytes[t].increase(static_cast<std::int64_t>(mapped)); });
+    for_pool(pool, [&](std::size_t t) {
+      stats_.reserved_bytes[t].increase(static_cast<std::int64_t>(mapped));
+    });
     ++stats_.num_device_alloc;
     record(trace_action::segment_map, mapped_at, mapped, to_map->stream);
     return true;
@@ -869,7 +893,8 @@ class caching_allocator::impl {
     if (config_.policy == policy_kind::keel) recycle_free_pages(size);
     block* candidate = find_expandable_block(stream, pool, size);
     if (candidate == nullptr) return nullptr;
-    if (!candidate->mapped && !map_block(candidate, std::min(candidate->size, size))) return nullptr;
+    if (!candidate->mapped && !map_block(candidate, std::min(candidate->size, size)))
+      return nullptr;
     while (candidate->size < size) {
       const std::size_t remaining = size - candidate->size;
       block* next = candidate->next;
@@ -930,7 +955,9 @@ class caching_allocator::impl {
     try_merge_blocks(b, b->next, pool);
     pool.unmapped.insert(b);
     total_allocated_memory_ -= bytes;
-    for_pool(pool, [&](std::size_t t) { stats_.reserved_bytes[t].decrease(static_cast<std::int64_t>(bytes)); });
+    for_pool(pool, [&](std::size_t t) {
+      stats_.reserved_bytes[t].decrease(static_cast<std::int64_t>(bytes));
+    });
     ++stats_.num_device_free;
     record(trace_action::segment_unmap, start, bytes, b->stream);
     return bytes;
@@ -1025,7 +1052,8 @@ void caching_allocator::impl::throw_out_of_memory(const alloc_params& p, std::si
       sizes.push_back(b->size);
       free_total += b->size;
       for (std::size_t page : {k_small_buffer, k_large_buffer}) {
-        const std::uint64_t origin = b->expandable != nullptr ? b->expandable->base : segment_start(b);
+        const std::uint64_t origin =
+            b->expandable != nullptr ? b->expandable->base : segment_start(b);
         const std::uint64_t first = round_up(b->ptr - origin, page);
         const std::uint64_t last = (b->ptr - origin + b->size) / page * page;
         const std::size_t whole = last > first ? last - first : 0;
@@ -1033,7 +1061,8 @@ void caching_allocator::impl::throw_out_of_memory(const alloc_params& p, std::si
       }
     }
     if (sizes.empty()) {
-      message += fmt::format(" {} pool: no free cached blocks.", pool->is_small ? "Small" : "Large");
+      message +=
+          fmt::format(" {} pool: no free cached blocks.", pool->is_small ? "Small" : "Large");
       continue;
     }
     std::sort(sizes.rbegin(), sizes.rend());
@@ -1042,15 +1071,17 @@ void caching_allocator::impl::throw_out_of_memory(const alloc_params& p, std::si
       list += (i ? ", " : "") + format_size(sizes[i]);
     }
     if (sizes.size() > 6) list += fmt::format(", and {} more", sizes.size() - 6);
-    message += fmt::format(" {} pool: {} free in {} fragment{} (largest {}: {}).",
-                           pool->is_small ? "Small" : "Large", format_size(free_total), sizes.size(),
-                           sizes.size() == 1 ? "" : "s", format_size(sizes.front()), list);
+    message +=
+        fmt::format(" {} pool: {} free in {} fragment{} (largest {}: {}).",
+                    pool->is_small ? "Small" : "Large", format_size(free_total), sizes.size(),
+                    sizes.size() == 1 ? "" : "s", format_size(sizes.front()), list);
   }
   std::size_t pending = 0;
   for (const auto& [stream, queue] : events_) {
     for (const auto& [event, b] : queue) pending += b->size;
   }
-  message += fmt::format(" {} is held by blocks waiting for cross-stream frees.", format_size(pending));
+  message +=
+      fmt::format(" {} is held by blocks waiting for cross-stream frees.", format_size(pending));
   message += " empty_cache() was already tried and returned every unsplit cached segment.";
 
   // What would have served this request from the current state.
@@ -1058,13 +1089,17 @@ void caching_allocator::impl::throw_out_of_memory(const alloc_params& p, std::si
   std::vector<std::string> would;
   if (!expandable_) {
     if (device_free + whole_pages_20m >= need) {
-      would.push_back(fmt::format("expandable_segments:True (its 20 MiB pages could reuse {} of the "
-                                  "free cached memory)", format_size(whole_pages_20m)));
+      would.push_back(
+          fmt::format("expandable_segments:True (its 20 MiB pages could reuse {} of the "
+                      "free cached memory)",
+                      format_size(whole_pages_20m)));
     }
   }
   if (config_.policy != policy_kind::keel && device_free + whole_pages_2m >= need) {
-    would.push_back(fmt::format("policy:keel (its 2 MiB page recycling could reuse {} of the free "
-                                "cached memory)", format_size(whole_pages_2m)));
+    would.push_back(
+        fmt::format("policy:keel (its 2 MiB page recycling could reuse {} of the free "
+                    "cached memory)",
+                    format_size(whole_pages_2m)));
   }
   if (would.empty()) {
     message += fmt::format(
@@ -1072,7 +1107,8 @@ void caching_allocator::impl::throw_out_of_memory(const alloc_params& p, std::si
         "({}) is less than the request; less memory must be live.",
         format_size(orig_size), format_size(device_free + whole_pages_2m));
   } else {
-    message += fmt::format(" This request would have been served with {}.", fmt::join(would, " or "));
+    message +=
+        fmt::format(" This request would have been served with {}.", fmt::join(would, " or "));
   }
   throw out_of_memory(message);
 }
@@ -1100,7 +1136,8 @@ snapshot caching_allocator::impl::take_snapshot() const {
       sb.size = b->size;
       const bool pending = b->event_count > 0 || !b->stream_uses.empty();
       sb.state = b->allocated ? block_state::active_allocated
-                              : pending ? block_state::active_pending_free : block_state::inactive;
+                 : pending    ? block_state::active_pending_free
+                              : block_state::inactive;
       sb.requested_size = sb.state == block_state::inactive ? 0 : b->requested_size;
       seg.total_size += b->size;
       if (b->allocated) seg.allocated_size += b->size;
@@ -1128,8 +1165,9 @@ snapshot caching_allocator::impl::take_snapshot() const {
       b = end;
     }
   }
-  std::sort(out.segments.begin(), out.segments.end(),
-            [](const snapshot_segment& a, const snapshot_segment& b) { return a.address < b.address; });
+  std::sort(
+      out.segments.begin(), out.segments.end(),
+      [](const snapshot_segment& a, const snapshot_segment& b) { return a.address < b.address; });
   out.device_traces.resize(static_cast<std::size_t>(device_) + 1);
   auto& trace = out.device_traces[static_cast<std::size_t>(device_)];
   trace.insert(trace.end(), ring_.begin() + static_cast<std::ptrdiff_t>(ring_next_), ring_.end());
@@ -1141,7 +1179,8 @@ snapshot caching_allocator::impl::take_snapshot() const {
   settings.garbage_collection_threshold = config_.garbage_collection_threshold;
   settings.roundup_power2_divisions.assign(config_.roundup_power2_divisions.begin(),
                                            config_.roundup_power2_divisions.end());
-  settings.max_non_split_rounding_size = static_cast<std::int64_t>(config_.max_non_split_rounding_size);
+  settings.max_non_split_rounding_size =
+      static_cast<std::int64_t>(config_.max_non_split_rounding_size);
   out.settings = settings;
   return out;
 }
@@ -1158,15 +1197,18 @@ std::string caching_allocator::impl::check_invariants() const {
     a[pool->is_small ? k_small_pool : k_large_pool] += v;
   };
   for (block* b : blocks) {
-    if (b->prev != nullptr && b->prev->next != b) return fmt::format("block {:#x}: prev link broken", b->ptr);
-    if (b->next != nullptr && b->next->prev != b) return fmt::format("block {:#x}: next link broken", b->ptr);
+    if (b->prev != nullptr && b->prev->next != b)
+      return fmt::format("block {:#x}: prev link broken", b->ptr);
+    if (b->next != nullptr && b->next->prev != b)
+      return fmt::format("block {:#x}: next link broken", b->ptr);
     if (b->next != nullptr && b->ptr + b->size != b->next->ptr) {
       return fmt::format("block {:#x}+{} does not end where the next one starts", b->ptr, b->size);
     }
     const bool in_free = b->pool->blocks.count(b) != 0;
     const bool in_unmapped = b->pool->unmapped.count(b) != 0;
     const bool pending = b->event_count > 0;
-    if (b->allocated && (in_free || in_unmapped)) return fmt::format("live block {:#x} is in a pool", b->ptr);
+    if (b->allocated && (in_free || in_unmapped))
+      return fmt::format("live block {:#x} is in a pool", b->ptr);
     if (!b->allocated && !pending && b->mapped && !in_free) {
       return fmt::format("free block {:#x} is missing from its pool", b->ptr);
     }
@@ -1202,7 +1244,8 @@ std::string caching_allocator::impl::check_invariants() const {
                         const std::array<std::int64_t, 3>& want) -> std::string {
     for (std::size_t t = 0; t < 3; ++t) {
       if (s[t].current != want[t]) {
-        return fmt::format("{}[{}].current is {} but the blocks say {}", name, t, s[t].current, want[t]);
+        return fmt::format("{}[{}].current is {} but the blocks say {}", name, t, s[t].current,
+                           want[t]);
       }
     }
     return {};
@@ -1221,14 +1264,16 @@ std::string caching_allocator::impl::check_invariants() const {
     if (!e.empty()) return e;
   }
   if (static_cast<std::int64_t>(total_allocated_memory_) != reserved[k_all]) {
-    return fmt::format("total_allocated_memory {} != reserved {}", total_allocated_memory_, reserved[k_all]);
+    return fmt::format("total_allocated_memory {} != reserved {}", total_allocated_memory_,
+                       reserved[k_all]);
   }
   return {};
 }
 
 // ---- the public class forwards to impl ----
 
-caching_allocator::caching_allocator(backend& device_backend, const allocator_config& config, int device)
+caching_allocator::caching_allocator(backend& device_backend, const allocator_config& config,
+                                     int device)
     : impl_(std::make_unique<impl>(device_backend, config, device)) {}
 caching_allocator::~caching_allocator() = default;
 
@@ -1240,7 +1285,9 @@ void caching_allocator::record_stream(std::uint64_t address, stream_id stream) {
   impl_->record_stream(address, stream);
 }
 void caching_allocator::empty_cache() { impl_->empty_cache(); }
-void caching_allocator::set_memory_fraction(double fraction) { impl_->set_memory_fraction(fraction); }
+void caching_allocator::set_memory_fraction(double fraction) {
+  impl_->set_memory_fraction(fraction);
+}
 void caching_allocator::add_free_memory_callback(std::function<bool()> callback) {
   impl_->add_free_memory_callback(std::move(callback));
 }

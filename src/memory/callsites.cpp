@@ -619,8 +619,9 @@ std::string category_line(const callsite_summary& s) {
   std::vector<std::string> parts;
   for (const auto& [bytes, i] : order) {
     if (s.total_bytes == 0 || bytes * 1000 < s.total_bytes) continue;
-    parts.push_back(fmt::format("{} {:.1f}%", to_string(static_cast<memory_category>(i)),
-                                100.0 * static_cast<double>(bytes) / static_cast<double>(s.total_bytes)));
+    parts.push_back(
+        fmt::format("{} {:.1f}%", to_string(static_cast<memory_category>(i)),
+                    100.0 * static_cast<double>(bytes) / static_cast<double>(s.total_bytes)));
   }
   return fmt::format("{}", fmt::join(parts, ", "));
 }

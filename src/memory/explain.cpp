@@ -14,8 +14,9 @@ namespace {
 
 constexpr std::size_t k_sites_shown = 5;
 
-
-bool private_pool(const snapshot_segment& seg) { return seg.pool_id != std::pair<std::int64_t, std::int64_t>{0, 0}; }
+bool private_pool(const snapshot_segment& seg) {
+  return seg.pool_id != std::pair<std::int64_t, std::int64_t>{0, 0};
+}
 
 pool_summary summarize(const snapshot& state, int device, bool small) {
   pool_summary p;
@@ -43,21 +44,23 @@ std::string describe(const pool_summary& p) {
     list += (i ? ", " : "") + format_size(p.free_fragments[i]);
   }
   if (p.free_fragments.size() > 6) list += fmt::format(" and {} more", p.free_fragments.size() - 6);
-  return fmt::format("{} pool: {} segment{}, {} reserved, {} allocated, {} free in {} fragment{}{}.",
-                     p.small ? "Small" : "Large", p.segments, p.segments == 1 ? "" : "s",
-                     format_size(p.reserved), format_size(p.allocated), format_size(p.free),
-                     p.free_fragments.size(), p.free_fragments.size() == 1 ? "" : "s",
-                     list.empty() ? "" : " (" + list + ")");
+  return fmt::format(
+      "{} pool: {} segment{}, {} reserved, {} allocated, {} free in {} fragment{}{}.",
+      p.small ? "Small" : "Large", p.segments, p.segments == 1 ? "" : "s", format_size(p.reserved),
+      format_size(p.allocated), format_size(p.free), p.free_fragments.size(),
+      p.free_fragments.size() == 1 ? "" : "s", list.empty() ? "" : " (" + list + ")");
 }
 
 std::string sites_text(const callsite_summary& s) {
   std::string out = fmt::format("({}) ", category_line(s));
   for (std::size_t i = 0; i < s.sites.size() && i < k_sites_shown; ++i) {
     const callsite& c = s.sites[i];
-    out += fmt::format("{}{} ({}, {} allocation{}, {})", i ? "; " : "", c.site, format_size(c.bytes), c.count,
-                       c.count == 1 ? "" : "s", to_string(c.category));
+    out +=
+        fmt::format("{}{} ({}, {} allocation{}, {})", i ? "; " : "", c.site, format_size(c.bytes),
+                    c.count, c.count == 1 ? "" : "s", to_string(c.category));
   }
-  if (s.total_rows > k_sites_shown) out += fmt::format("; and {} more call sites", s.total_rows - k_sites_shown);
+  if (s.total_rows > k_sites_shown)
+    out += fmt::format("; and {} more call sites", s.total_rows - k_sites_shown);
   return out;
 }
 
@@ -99,34 +102,43 @@ std::string verdict(const oom_explanation& x, std::uint64_t request) {
   switch (*x.kind) {
     case oom_class::not_fragmentation:
       return fmt::format(
-          "This was not fragmentation: {} was live and {} + the {} request is {}, more than the {} this "
-          "process could use. No allocator setting can serve it: at least {} of live memory must go "
-          "(a smaller batch or sequence, activation checkpointing, offloading, or fewer copies of the "
+          "This was not fragmentation: {} was live and {} + the {} request is {}, more than the {} "
+          "this "
+          "process could use. No allocator setting can serve it: at least {} of live memory must "
+          "go "
+          "(a smaller batch or sequence, activation checkpointing, offloading, or fewer copies of "
+          "the "
           "model on this device).",
-          format_size(x.live), format_size(x.live), format_size(request), format_size(x.live + request),
-          format_size(x.budget), format_size(x.must_go));
+          format_size(x.live), format_size(x.live), format_size(request),
+          format_size(x.live + request), format_size(x.budget), format_size(x.must_go));
     case oom_class::pending_frees:
       return fmt::format(
-          "Cross-stream frees held the memory: {} of freed blocks still waited for work on other streams "
-          "(Tensor.record_stream or a tensor used on a side stream); without them the request fits. "
-          "Synchronize those streams, or free such tensors after their last use on the other stream.",
+          "Cross-stream frees held the memory: {} of freed blocks still waited for work on other "
+          "streams "
+          "(Tensor.record_stream or a tensor used on a side stream); without them the request "
+          "fits. "
+          "Synchronize those streams, or free such tensors after their last use on the other "
+          "stream.",
           format_size(x.pending_free));
     case oom_class::caching:
       return fmt::format(
-          "Caching held the memory: {} was cached free in private pools (CUDA graphs, MemPools) that "
+          "Caching held the memory: {} was cached free in private pools (CUDA graphs, MemPools) "
+          "that "
           "PyTorch's OOM path does not release; releasing them (delete the graph or pool, then "
           "torch.cuda.empty_cache()) serves the request.",
           format_size(x.private_pool_free));
     case oom_class::fragmentation:
       return fmt::format(
-          "This was fragmentation: {} live + the {} request fit in the {} this process could use, but "
+          "This was fragmentation: {} live + the {} request fit in the {} this process could use, "
+          "but "
           "the free memory was in pieces.",
           format_size(x.live), format_size(request), format_size(x.budget));
   }
   return {};
 }
 
-oom_explanation explain_state_only(const snapshot& snap, const trace_model& model, const callsite_options& sites) {
+oom_explanation explain_state_only(const snapshot& snap, const trace_model& model,
+                                   const callsite_options& sites) {
   oom_explanation x;
   x.found = true;
   x.state_only = true;
@@ -147,7 +159,8 @@ oom_explanation explain_state_only(const snapshot& snap, const trace_model& mode
   x.live_sites = summarize_callsites(live, sites);
   const std::uint64_t free = x.large.free + x.small.free;
   const std::uint64_t largest = std::max(x.large.largest_free, x.small.largest_free);
-  const double free_share = x.reserved > 0 ? static_cast<double>(free) / static_cast<double>(x.reserved) : 0.0;
+  const double free_share =
+      x.reserved > 0 ? static_cast<double>(free) / static_cast<double>(x.reserved) : 0.0;
   if (free_share < 0.05) {
     x.kind = oom_class::not_fragmentation;
   } else if (x.private_pool_free * 2 >= free) {
@@ -158,34 +171,46 @@ oom_explanation explain_state_only(const snapshot& snap, const trace_model& mode
     x.kind = oom_class::fragmentation;
   }
   std::string text = fmt::format(
-      "Device {}: this snapshot holds the allocator's state and no trace, so the failing request's size "
-      "and the driver's free memory are not in it. If it was dumped at an OOM (for example by an OOM "
-      "observer's _dump_snapshot): {} was live in {} reserved; {} was free in the cache ({:.1f}% of "
+      "Device {}: this snapshot holds the allocator's state and no trace, so the failing request's "
+      "size "
+      "and the driver's free memory are not in it. If it was dumped at an OOM (for example by an "
+      "OOM "
+      "observer's _dump_snapshot): {} was live in {} reserved; {} was free in the cache ({:.1f}% "
+      "of "
       "reserved), the largest free block {}.",
-      model.device, format_size(x.live), format_size(x.reserved), format_size(free), 100.0 * free_share,
-      format_size(largest));
+      model.device, format_size(x.live), format_size(x.reserved), format_size(free),
+      100.0 * free_share, format_size(largest));
   text += fmt::format(
-      " A request larger than {} plus the device's free memory was not fragmentation: no setting could "
+      " A request larger than {} plus the device's free memory was not fragmentation: no setting "
+      "could "
       "have served it; one between {} and that bound could have been.",
       format_size(free), format_size(largest));
   switch (*x.kind) {
     case oom_class::not_fragmentation:
-      text += " With so little free in the cache, this was most likely not fragmentation: less memory must be live.";
+      text +=
+          " With so little free in the cache, this was most likely not fragmentation: less memory "
+          "must be live.";
       break;
     case oom_class::caching:
-      text += fmt::format(" {} of the free memory sat in private pools (CUDA graphs, MemPools), which the OOM "
-                          "path does not release.", format_size(x.private_pool_free));
+      text += fmt::format(
+          " {} of the free memory sat in private pools (CUDA graphs, MemPools), which the OOM "
+          "path does not release.",
+          format_size(x.private_pool_free));
       break;
     case oom_class::pending_frees:
-      text += fmt::format(" {} was held by blocks waiting for cross-stream frees.", format_size(x.pending_free));
+      text += fmt::format(" {} was held by blocks waiting for cross-stream frees.",
+                          format_size(x.pending_free));
       break;
     case oom_class::fragmentation:
-      text += " A large share of the reservation was free but in pieces: fragmentation is likely; replaying a "
-              "trace recorded up to the OOM would name the settings that serve it.";
+      text +=
+          " A large share of the reservation was free but in pieces: fragmentation is likely; "
+          "replaying a "
+          "trace recorded up to the OOM would name the settings that serve it.";
       break;
   }
   text += " " + describe(x.large) + " " + describe(x.small);
-  if (!x.live_sites.sites.empty()) text += " Live memory by call site: " + sites_text(x.live_sites) + ".";
+  if (!x.live_sites.sites.empty())
+    text += " Live memory by call site: " + sites_text(x.live_sites) + ".";
   x.text = std::move(text);
   return x;
 }
@@ -202,8 +227,8 @@ std::string_view to_string(oom_class c) noexcept {
   return "unknown";
 }
 
-oom_explanation explain_oom(const snapshot& snap, const trace_model& model, std::optional<std::uint64_t> capacity,
-                            const callsite_options& sites) {
+oom_explanation explain_oom(const snapshot& snap, const trace_model& model,
+                            std::optional<std::uint64_t> capacity, const callsite_options& sites) {
   oom_explanation x;
   x.capacity = capacity;
   replay_options base;
@@ -223,8 +248,8 @@ oom_explanation explain_oom(const snapshot& snap, const trace_model& model, std:
   } else if (capacity) {
     const replay_result full = replay(model, base);
     if (full.start_exceeds_capacity) {
-      x.text = fmt::format("Device {}: {}; every allocation of the window would fail.", model.device,
-                           *full.start_exceeds_capacity);
+      x.text = fmt::format("Device {}: {}; every allocation of the window would fail.",
+                           model.device, *full.start_exceeds_capacity);
       return x;
     }
     if (!full.ooms.empty()) {
@@ -237,10 +262,13 @@ oom_explanation explain_oom(const snapshot& snap, const trace_model& model, std:
     return explain_state_only(snap, model, sites);
   }
   if (!x.found) {
-    x.text = capacity ? fmt::format("Device {}: no OOM; the trace fits in {} with the recorded settings.",
-                                    model.device, format_size(*capacity))
-                      : fmt::format("Device {}: the trace records no OOM. Give --capacity to see where it "
-                                    "would run out on a smaller device.", model.device);
+    x.text = capacity ? fmt::format(
+                            "Device {}: no OOM; the trace fits in {} with the recorded settings.",
+                            model.device, format_size(*capacity))
+                      : fmt::format(
+                            "Device {}: the trace records no OOM. Give --capacity to see where it "
+                            "would run out on a smaller device.",
+                            model.device);
     return x;
   }
 
@@ -267,11 +295,13 @@ oom_explanation explain_oom(const snapshot& snap, const trace_model& model, std:
 
   const pool_summary& pool = x.request <= (1u << 20) ? x.small : x.large;
   std::string text = fmt::format(
-      "{} on device {} at trace entry {}: the program asked for {}. This process could use {} ({} {} and {} "
+      "{} on device {} at trace entry {}: the program asked for {}. This process could use {} ({} "
+      "{} and {} "
       "free on the device); {} was live.",
-      x.recorded ? "Recorded OOM" : fmt::format("OOM on a {} device", format_size(*capacity)), model.device,
-      x.entry, format_size(x.request), format_size(x.budget), format_size(x.reserved),
-      x.recorded ? "mapped by PyTorch" : "reserved", format_size(x.device_free), format_size(x.live));
+      x.recorded ? "Recorded OOM" : fmt::format("OOM on a {} device", format_size(*capacity)),
+      model.device, x.entry, format_size(x.request), format_size(x.budget), format_size(x.reserved),
+      x.recorded ? "mapped by PyTorch" : "reserved", format_size(x.device_free),
+      format_size(x.live));
   text += " " + verdict(x, x.request);
   if (*x.kind != oom_class::not_fragmentation) {
     text += fmt::format(" The largest free block in the {} pool was {}: {} the request.",
@@ -280,18 +310,22 @@ oom_explanation explain_oom(const snapshot& snap, const trace_model& model, std:
   }
   text += " " + describe(x.large) + " " + describe(x.small);
   if (x.pending_free > 0 && *x.kind != oom_class::pending_frees) {
-    text += fmt::format(" {} was held by blocks waiting for cross-stream frees.", format_size(x.pending_free));
+    text += fmt::format(" {} was held by blocks waiting for cross-stream frees.",
+                        format_size(x.pending_free));
   }
   if (x.other_processes) {
-    text += fmt::format(" Other processes (or the CUDA context) held {}.", format_size(*x.other_processes));
+    text += fmt::format(" Other processes (or the CUDA context) held {}.",
+                        format_size(*x.other_processes));
   }
   if (x.would_serve.empty()) {
-    text += fmt::format(" Replayed within {}, no setting or policy serves the request.", format_size(x.budget));
+    text += fmt::format(" Replayed within {}, no setting or policy serves the request.",
+                        format_size(x.budget));
   } else {
     text += fmt::format(" Replayed within {}, these serve it: {}.", format_size(x.budget),
                         fmt::join(x.would_serve, "; "));
   }
-  if (!x.live_sites.sites.empty()) text += " Live memory by call site: " + sites_text(x.live_sites) + ".";
+  if (!x.live_sites.sites.empty())
+    text += " Live memory by call site: " + sites_text(x.live_sites) + ".";
   x.text = std::move(text);
   return x;
 }

@@ -56,7 +56,8 @@ address_plan plan_for(const trace_model& model, const replay_options& options) {
 // One replay in progress: a sim device, an allocator and where each recorded block went.
 class replayer {
  public:
-  replayer(const trace_model& model, const replay_options& options, std::optional<std::uint64_t> capacity)
+  replayer(const trace_model& model, const replay_options& options,
+           std::optional<std::uint64_t> capacity)
       : model_(model),
         device_(capacity.value_or(sim_backend::k_unlimited), 2u << 20, plan_for(model, options)),
         allocator_(device_, options.config, model.device) {
@@ -100,9 +101,7 @@ class replayer {
         requested_live_ -= op.size;
         break;
       }
-      case op_kind::empty_cache:
-        allocator_.empty_cache();
-        break;
+      case op_kind::empty_cache: allocator_.empty_cache(); break;
       case op_kind::oom:
         try {
           // Served: this setting avoids the recorded OOM. What the program did with the
@@ -129,7 +128,8 @@ class replayer {
   void adopt_layout() {
     // Expandable ranges are numbered by their order in the model (their order of first use).
     std::unordered_map<std::uint64_t, std::size_t> range_number;
-    for (std::size_t i = 0; i < model_.ranges.size(); ++i) range_number.emplace(model_.ranges[i].base, i);
+    for (std::size_t i = 0; i < model_.ranges.size(); ++i)
+      range_number.emplace(model_.ranges[i].base, i);
     std::vector<imported_segment> import;
     for (const start_segment& seg : model_.start) {
       imported_segment is;
@@ -181,7 +181,8 @@ class replayer {
   std::size_t recorded_ooms_served_ = 0;
 };
 
-void compare_segments(fidelity_report& f, const trace_model& model, const std::vector<std::uint64_t>& replayed) {
+void compare_segments(fidelity_report& f, const trace_model& model,
+                      const std::vector<std::uint64_t>& replayed) {
   const std::vector<segment_event> recorded = model.recorded_growth();
   f.recorded_segments = recorded.size();
   f.replayed_segments = replayed.size();
@@ -227,28 +228,33 @@ bool fidelity_report::exact() const noexcept {
 
 std::string fidelity_report::line() const {
   if (exact()) {
-    return fmt::format("the replay reproduces all {} segment events{} and the recorded peak reserved "
-                       "({}) to the byte",
-                       recorded_segments, recorded_ooms > 0 ? fmt::format(" and {} OOM{}", recorded_ooms,
-                                                                          recorded_ooms == 1 ? "" : "s")
-                                                            : "",
-                       format_size(recorded_peak_reserved));
+    return fmt::format(
+        "the replay reproduces all {} segment events{} and the recorded peak reserved "
+        "({}) to the byte",
+        recorded_segments,
+        recorded_ooms > 0
+            ? fmt::format(" and {} OOM{}", recorded_ooms, recorded_ooms == 1 ? "" : "s")
+            : "",
+        format_size(recorded_peak_reserved));
   }
   std::string what;
   if (matched != recorded_segments || replayed_segments != recorded_segments) {
-    what = fmt::format("{} of {} recorded segment events reproduced in order", matched, recorded_segments);
+    what = fmt::format("{} of {} recorded segment events reproduced in order", matched,
+                       recorded_segments);
     if (first_mismatch) {
-      what += fmt::format(" (#{}: recorded {}, replayed {})", first_mismatch->index,
-                          first_mismatch->recorded ? format_size(*first_mismatch->recorded) : "none",
-                          first_mismatch->replayed ? format_size(*first_mismatch->replayed) : "none");
+      what +=
+          fmt::format(" (#{}: recorded {}, replayed {})", first_mismatch->index,
+                      first_mismatch->recorded ? format_size(*first_mismatch->recorded) : "none",
+                      first_mismatch->replayed ? format_size(*first_mismatch->replayed) : "none");
     }
   } else {
     what = fmt::format("all {} segment events reproduced", recorded_segments);
   }
   if (replayed_peak_reserved != recorded_peak_reserved) {
     const auto diff = static_cast<std::int64_t>(replayed_peak_reserved - recorded_peak_reserved);
-    what += fmt::format("; peak reserved {} replayed vs {} recorded ({:+} bytes)", format_size(replayed_peak_reserved),
-                        format_size(recorded_peak_reserved), diff);
+    what +=
+        fmt::format("; peak reserved {} replayed vs {} recorded ({:+} bytes)",
+                    format_size(replayed_peak_reserved), format_size(recorded_peak_reserved), diff);
   }
   if (reproduced_ooms != recorded_ooms) {
     what += fmt::format("; {} of {} recorded OOMs reproduced", reproduced_ooms, recorded_ooms);
@@ -264,7 +270,8 @@ replay_result replay(const trace_model& model, const replay_options& options) {
   r.device = model.device;
   r.events = model.entries;
   r.start = options.start;
-  r.capacity = options.capacity ? std::optional<std::uint64_t>(*options.capacity) : model.recorded_budget();
+  r.capacity =
+      options.capacity ? std::optional<std::uint64_t>(*options.capacity) : model.recorded_budget();
   replayer run(model, options, r.capacity);
   if (!run.start_fits()) {
     std::uint64_t live = 0;
@@ -273,13 +280,17 @@ replay_result replay(const trace_model& model, const replay_options& options) {
     }
     r.start_exceeds_capacity =
         options.start == start_mode::window
-            ? fmt::format("the snapshot already holds {} at the start of the window, more than the {} "
-                          "capacity", format_size(model.start_reserved), format_size(*r.capacity))
+            ? fmt::format(
+                  "the snapshot already holds {} at the start of the window, more than the {} "
+                  "capacity",
+                  format_size(model.start_reserved), format_size(*r.capacity))
             : fmt::format("the {} live at the start of the window do not fit the {} capacity",
                           format_size(live), format_size(*r.capacity));
     r.start_reserved = model.start_reserved;
     r.peak_reserved = model.start_reserved;
-    r.elapsed_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+    r.elapsed_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
+            .count();
     return r;
   }
   std::vector<std::uint64_t> replayed_segments;
@@ -314,7 +325,8 @@ replay_result replay(const trace_model& model, const replay_options& options) {
       peak_usage = u;
       peak_op = i;
     }
-    if (options.timeline_points > 0) timeline.push_back({model.ops[i].entry, run.requested_live(), u.reserved});
+    if (options.timeline_points > 0)
+      timeline.push_back({model.ops[i].entry, run.requested_live(), u.reserved});
     if (!ok && !options.continue_after_oom) {
       r.stopped_at_oom = true;
       r.ops = i + 1;
@@ -334,14 +346,15 @@ replay_result replay(const trace_model& model, const replay_options& options) {
   r.recorded_ooms_served = run.recorded_ooms_served();
   compact(timeline, options.timeline_points);
   r.timeline = std::move(timeline);
-  if (options.start == start_mode::window && (!model.segment_events.empty() || !model.ooms.empty())) {
+  if (options.start == start_mode::window &&
+      (!model.segment_events.empty() || !model.ooms.empty())) {
     fidelity_report f;
     compare_segments(f, model, replayed_segments);
     f.recorded_peak_reserved = model.recorded_peak_reserved;
     f.replayed_peak_reserved = r.peak_reserved;
     f.recorded_ooms = model.ooms.size();
-    f.reproduced_ooms = static_cast<std::size_t>(
-        std::count_if(r.ooms.begin(), r.ooms.end(), [](const replay_oom& o) { return o.recorded; }));
+    f.reproduced_ooms = static_cast<std::size_t>(std::count_if(
+        r.ooms.begin(), r.ooms.end(), [](const replay_oom& o) { return o.recorded; }));
     f.allocs = run.allocs();
     f.allocs_at_recorded_address = run.at_recorded_address();
     r.fidelity = f;

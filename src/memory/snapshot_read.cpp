@@ -6,8 +6,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -122,7 +122,9 @@ class converter {
   }
 
   void expect(const value& v, kind k, std::string_view what) const {
-    if (!v.is(k)) fail(v, fmt::format("{} must be a {}, not a {}", what, pickle::to_string(k), pickle::to_string(v.type())));
+    if (!v.is(k))
+      fail(v, fmt::format("{} must be a {}, not a {}", what, pickle::to_string(k),
+                          pickle::to_string(v.type())));
   }
 
   // A key that is present and not None.
@@ -139,8 +141,10 @@ class converter {
   }
 
   std::uint64_t to_u64(const value& v, std::string_view key) const {
-    if (!v.is(kind::integer)) fail(v, fmt::format("'{}' must be an int, not a {}", key, pickle::to_string(v.type())));
-    if (!v.is_big_unsigned() && v.as_int() < 0) fail(v, fmt::format("'{}' must not be negative", key));
+    if (!v.is(kind::integer))
+      fail(v, fmt::format("'{}' must be an int, not a {}", key, pickle::to_string(v.type())));
+    if (!v.is_big_unsigned() && v.as_int() < 0)
+      fail(v, fmt::format("'{}' must not be negative", key));
     return v.as_uint64();
   }
   std::int64_t to_i64(const value& v, std::string_view key) const {
@@ -156,7 +160,8 @@ class converter {
   std::uint64_t bits64(const value& dict, std::string_view key) const {
     const auto v = present(dict, key);
     if (!v) return 0;
-    if (!v->is(kind::integer)) fail(*v, fmt::format("'{}' must be an int, not a {}", key, pickle::to_string(v->type())));
+    if (!v->is(kind::integer))
+      fail(*v, fmt::format("'{}' must be an int, not a {}", key, pickle::to_string(v->type())));
     return v->is_big_unsigned() ? v->as_uint64() : static_cast<std::uint64_t>(v->as_int());
   }
   bool boolean(const value& dict, std::string_view key, bool fallback) const {
@@ -167,7 +172,8 @@ class converter {
     fail(*v, fmt::format("'{}' must be a bool, not a {}", key, pickle::to_string(v->type())));
   }
   std::string_view str(const value& v, std::string_view key) const {
-    if (!v.is(kind::string)) fail(v, fmt::format("'{}' must be a str, not a {}", key, pickle::to_string(v.type())));
+    if (!v.is(kind::string))
+      fail(v, fmt::format("'{}' must be a str, not a {}", key, pickle::to_string(v.type())));
     return v.as_string();
   }
 
@@ -300,9 +306,11 @@ class converter {
     for (std::size_t i = 0; i < v.size(); ++i) {
       if (v.key(i).is(kind::string)) s.keys.emplace_back(str(v.key(i), "allocator_settings key"));
     }
-    if (const auto conf = present(v, "PYTORCH_CUDA_ALLOC_CONF")) s.conf = std::string(str(*conf, "PYTORCH_CUDA_ALLOC_CONF"));
+    if (const auto conf = present(v, "PYTORCH_CUDA_ALLOC_CONF"))
+      s.conf = std::string(str(*conf, "PYTORCH_CUDA_ALLOC_CONF"));
     s.expandable_segments = boolean(v, "expandable_segments", false);
-    if (const auto m = present(v, "max_split_size")) s.max_split_size = to_i64(*m, "max_split_size");
+    if (const auto m = present(v, "max_split_size"))
+      s.max_split_size = to_i64(*m, "max_split_size");
     if (const auto g = present(v, "garbage_collection_threshold")) {
       if (!g->is(kind::floating) && !g->is(kind::integer))
         fail(*g, "'garbage_collection_threshold' must be a number");
@@ -342,13 +350,15 @@ class converter {
     if (!list.is(kind::list) && !list.is(kind::tuple))
       fail(list, fmt::format("'frames' must be a list, not a {}", pickle::to_string(list.type())));
     if (list.size() == 0) return {};
-    if (const std::int32_t cached = stack_of_list_[list.id()]; cached >= 0) return stacks_[static_cast<std::size_t>(cached)];
+    if (const std::int32_t cached = stack_of_list_[list.id()]; cached >= 0)
+      return stacks_[static_cast<std::size_t>(cached)];
     key_.clear();
     for (std::size_t i = 0; i < list.size(); ++i) {
       const std::uint32_t f = frame_index(list[i]);
       key_.append(reinterpret_cast<const char*>(&f), sizeof f);
     }
-    auto [it, inserted] = stack_by_key_.try_emplace(key_, static_cast<std::int32_t>(stacks_.size()));
+    auto [it, inserted] =
+        stack_by_key_.try_emplace(key_, static_cast<std::int32_t>(stacks_.size()));
     if (inserted) {
       std::vector<frame> frames;
       frames.reserve(list.size());
@@ -364,17 +374,20 @@ class converter {
   }
 
   std::uint32_t frame_index(const value& f) {
-    if (const std::int32_t cached = frame_of_dict_[f.id()]; cached >= 0) return static_cast<std::uint32_t>(cached);
+    if (const std::int32_t cached = frame_of_dict_[f.id()]; cached >= 0)
+      return static_cast<std::uint32_t>(cached);
     expect(f, kind::dict, "a frame");
     frame out;
-    if (const auto file = present(f, "filename")) out.filename = std::string(str(*file, "filename"));
+    if (const auto file = present(f, "filename"))
+      out.filename = std::string(str(*file, "filename"));
     if (const auto name = present(f, "name")) out.name = std::string(str(*name, "name"));
     if (const auto line = present(f, "line")) out.line = to_i64(*line, "line");
     // Intern by content too: JSON (and some pickles) repeat equal frames as distinct nodes.
     frame_key_.clear();
     frame_key_.append(out.filename).append(1, '\0').append(out.name).append(1, '\0');
     frame_key_.append(reinterpret_cast<const char*>(&out.line), sizeof out.line);
-    auto [it, inserted] = frame_by_key_.try_emplace(frame_key_, static_cast<std::uint32_t>(frames_.size()));
+    auto [it, inserted] =
+        frame_by_key_.try_emplace(frame_key_, static_cast<std::uint32_t>(frames_.size()));
     if (inserted) frames_.push_back(std::move(out));
     frame_of_dict_[f.id()] = static_cast<std::int32_t>(it->second);
     return it->second;
@@ -422,7 +435,9 @@ snapshot read_snapshot(const std::string& path) {
   // JSON starts with '{' or '[' (after whitespace); neither byte, nor whitespace, is a
   // pickle opcode, and a pickle of protocol 2+ starts with PROTO (0x80).
   std::size_t i = 0;
-  while (i < data.size() && (data[i] == ' ' || data[i] == '\n' || data[i] == '\r' || data[i] == '\t')) ++i;
+  while (i < data.size() &&
+         (data[i] == ' ' || data[i] == '\n' || data[i] == '\r' || data[i] == '\t'))
+    ++i;
   if (i < data.size() && (data[i] == '{' || data[i] == '[')) return parse_snapshot_json(data, path);
   if (data.empty()) throw parse_error::at_offset(path, 0, "empty file: not a snapshot");
   return parse_snapshot_pickle(std::as_bytes(std::span(data.data(), data.size())), path);

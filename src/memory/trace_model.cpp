@@ -23,7 +23,8 @@ struct segment_info {
 };
 
 // PyTorch's should_split for a block of `size` holding a request of `request`.
-bool should_split(const allocator_config& c, bool is_small, std::uint64_t size, std::uint64_t request) {
+bool should_split(const allocator_config& c, bool is_small, std::uint64_t size,
+                  std::uint64_t request) {
   const std::uint64_t remaining = size - request;
   if (is_small || c.expandable_segments) return remaining >= 512;
   return request < c.max_split_size && remaining > k_small_request;
@@ -84,8 +85,12 @@ class note_book {
   std::vector<model_note> notes_;
 };
 
-bool grows(trace_action a) { return a == trace_action::segment_alloc || a == trace_action::segment_map; }
-bool shrinks(trace_action a) { return a == trace_action::segment_free || a == trace_action::segment_unmap; }
+bool grows(trace_action a) {
+  return a == trace_action::segment_alloc || a == trace_action::segment_map;
+}
+bool shrinks(trace_action a) {
+  return a == trace_action::segment_free || a == trace_action::segment_unmap;
+}
 bool is_segment_event(trace_action a) { return grows(a) || shrinks(a); }
 bool is_page_event(trace_action a) {
   return a == trace_action::segment_map || a == trace_action::segment_unmap;
@@ -110,7 +115,8 @@ class range_table {
   const recorded_range* owner(stream_id stream, std::uint64_t address) const {
     const recorded_range* best = nullptr;
     for (const recorded_range& r : ranges_) {
-      if (r.stream == stream && r.base <= address && (best == nullptr || r.base > best->base)) best = &r;
+      if (r.stream == stream && r.base <= address && (best == nullptr || r.base > best->base))
+        best = &r;
     }
     return best;
   }
@@ -128,15 +134,18 @@ class range_table {
     const auto key = [&](const recorded_range& r) {
       const bool at_start = mapped_at_start.count(r.base) != 0;
       const auto first = first_use_.find(r.base);
-      return std::tuple{!at_start, at_start ? 0u : (first == first_use_.end() ? ~0u : first->second), r.base};
+      return std::tuple{!at_start,
+                        at_start ? 0u : (first == first_use_.end() ? ~0u : first->second), r.base};
     };
-    std::sort(out.begin(), out.end(), [&](const auto& a, const auto& b) { return key(a) < key(b); });
+    std::sort(out.begin(), out.end(),
+              [&](const auto& a, const auto& b) { return key(a) < key(b); });
     return out;
   }
   bool empty() const noexcept { return ranges_.empty(); }
 
  private:
-  void touch(stream_id stream, bool is_small, std::uint64_t address, std::optional<std::uint32_t> entry) {
+  void touch(stream_id stream, bool is_small, std::uint64_t address,
+             std::optional<std::uint32_t> entry) {
     for (recorded_range& r : ranges_) {
       if (r.stream == stream && r.is_small == is_small) {
         if (address < r.base) {
@@ -167,12 +176,14 @@ struct early_block {
 };
 
 const frame_stack& before_the_window() {
-  static const frame_stack k_stack{frame{"<before the trace window>", 0, "allocated before the trace window"}};
+  static const frame_stack k_stack{
+      frame{"<before the trace window>", 0, "allocated before the trace window"}};
   return k_stack;
 }
 
 // Tiles one starting segment with the blocks live in it and free gaps.
-void place_blocks(trace_model& m, note_book& notes, start_segment& seg, std::vector<early_block>& blocks) {
+void place_blocks(trace_model& m, note_book& notes, start_segment& seg,
+                  std::vector<early_block>& blocks) {
   std::sort(blocks.begin(), blocks.end(),
             [](const early_block& a, const early_block& b) { return a.addr < b.addr; });
   std::uint64_t cursor = seg.address;
@@ -186,7 +197,8 @@ void place_blocks(trace_model& m, note_book& notes, start_segment& seg, std::vec
     }
     if (b.addr > cursor) seg.blocks.push_back({cursor, b.addr - cursor, 0, false, {}});
     const std::uint64_t limit = i + 1 < blocks.size() ? std::min(blocks[i + 1].addr, end) : end;
-    std::uint64_t size = b.exact_size != 0 ? b.exact_size : m.recorded_config.round_size(b.requested);
+    std::uint64_t size =
+        b.exact_size != 0 ? b.exact_size : m.recorded_config.round_size(b.requested);
     if (b.addr + size > limit) {
       notes.add("a block live before the window is cut to fit before the next one",
                 fmt::format("{:#x} ({} bytes)", b.addr, size));
@@ -194,7 +206,8 @@ void place_blocks(trace_model& m, note_book& notes, start_segment& seg, std::vec
     }
     // A block absorbs the remainder PyTorch would not have split off.
     const std::uint64_t gap = limit - (b.addr + size);
-    if (b.exact_size == 0 && gap > 0 && !should_split(m.recorded_config, seg.is_small, size + gap, size)) {
+    if (b.exact_size == 0 && gap > 0 &&
+        !should_split(m.recorded_config, seg.is_small, size + gap, size)) {
       size += gap;
     }
     seg.blocks.push_back({b.addr, size, b.requested, true, b.frames});
@@ -248,7 +261,8 @@ live_state trace_model::live_at(std::uint32_t entry) const {
     if (it != blocks.end()) it->second.pending = true;
   }
   std::vector<std::pair<std::uint64_t, held>> ordered(blocks.begin(), blocks.end());
-  std::sort(ordered.begin(), ordered.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::sort(ordered.begin(), ordered.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
   live_state out;
   for (auto& [address, h] : ordered) {
     if (h.pending) {
@@ -302,8 +316,10 @@ allocator_config recorded_config(const snapshot& s) {
   c.expandable_segments = r.expandable_segments;
   if (r.max_split_size > 0) c.max_split_size = static_cast<std::size_t>(r.max_split_size);
   c.garbage_collection_threshold = r.garbage_collection_threshold;
-  for (std::size_t i = 0; i < r.roundup_power2_divisions.size() && i < allocator_config::k_intervals; ++i) {
-    c.roundup_power2_divisions[i] = static_cast<std::size_t>(std::max<std::int64_t>(0, r.roundup_power2_divisions[i]));
+  for (std::size_t i = 0;
+       i < r.roundup_power2_divisions.size() && i < allocator_config::k_intervals; ++i) {
+    c.roundup_power2_divisions[i] =
+        static_cast<std::size_t>(std::max<std::int64_t>(0, r.roundup_power2_divisions[i]));
   }
   if (r.max_non_split_rounding_size && *r.max_non_split_rounding_size > 0) {
     c.max_non_split_rounding_size = static_cast<std::size_t>(*r.max_non_split_rounding_size);
@@ -361,8 +377,9 @@ trace_model build_trace_model(const snapshot& s, int device) {
     switch (e.action) {
       case trace_action::segment_alloc:
         if (segments.erase(e.addr) == 0) {
-          notes.add("a segment allocated in the window is neither in the final state nor freed later",
-                    fmt::format("{:#x}", e.addr));
+          notes.add(
+              "a segment allocated in the window is neither in the final state nor freed later",
+              fmt::format("{:#x}", e.addr));
         }
         break;
       case trace_action::segment_free:
@@ -370,15 +387,13 @@ trace_model build_trace_model(const snapshot& s, int device) {
         break;
       case trace_action::segment_map:
         if (mapped.remove(e.addr, e.addr + e.size) != e.size) {
-          notes.add("pages mapped in the window are neither mapped in the final state nor unmapped later",
-                    fmt::format("{:#x} ({} bytes)", e.addr, e.size));
+          notes.add(
+              "pages mapped in the window are neither mapped in the final state nor unmapped later",
+              fmt::format("{:#x} ({} bytes)", e.addr, e.size));
         }
         break;
-      case trace_action::segment_unmap:
-        mapped.add(e.addr, e.addr + e.size);
-        break;
-      default:
-        break;
+      case trace_action::segment_unmap: mapped.add(e.addr, e.addr + e.size); break;
+      default: break;
     }
   }
 
@@ -394,7 +409,8 @@ trace_model build_trace_model(const snapshot& s, int device) {
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const trace_entry& e = entries[i];
     const auto index = static_cast<std::uint32_t>(i);
-    if (shrinks(e.action) && !in_free_run) m.ops.push_back({op_kind::empty_cache, 0, 0, e.stream, index, {}});
+    if (shrinks(e.action) && !in_free_run)
+      m.ops.push_back({op_kind::empty_cache, 0, 0, e.stream, index, {}});
     in_free_run = shrinks(e.action);
     switch (e.action) {
       case trace_action::alloc:
@@ -402,12 +418,11 @@ trace_model build_trace_model(const snapshot& s, int device) {
         m.ops.push_back({op_kind::alloc, e.addr, e.size, e.stream, index, e.frames});
         break;
       case trace_action::free_completed:
-        if (window_live.erase(e.addr) == 0) early.push_back({e.addr, e.size, 0, before_the_window()});
+        if (window_live.erase(e.addr) == 0)
+          early.push_back({e.addr, e.size, 0, before_the_window()});
         m.ops.push_back({op_kind::free, e.addr, e.size, e.stream, index, {}});
         break;
-      case trace_action::free_requested:
-        m.free_requests.emplace_back(index, e.addr);
-        break;
+      case trace_action::free_requested: m.free_requests.emplace_back(index, e.addr); break;
       case trace_action::segment_alloc:
       case trace_action::segment_map:
         reserved += e.size;
@@ -424,8 +439,7 @@ trace_model build_trace_model(const snapshot& s, int device) {
         m.ooms.push_back({index, e.size, e.device_free, reserved});
         m.ops.push_back({op_kind::oom, 0, e.size, e.stream, index, e.frames});
         break;
-      default:
-        break;
+      default: break;
     }
   }
   // Final active blocks that no alloc in the window explains were live all along.
@@ -482,10 +496,12 @@ trace_model build_trace_model(const snapshot& s, int device) {
   // Place the early blocks into the starting segments.
   std::map<std::uint64_t, std::vector<early_block>> per_segment;  // segment address -> blocks
   for (const early_block& b : early) {
-    auto it = std::upper_bound(start.begin(), start.end(), b.addr,
-                               [](std::uint64_t a, const start_segment& s) { return a < s.address; });
+    auto it =
+        std::upper_bound(start.begin(), start.end(), b.addr,
+                         [](std::uint64_t a, const start_segment& s) { return a < s.address; });
     if (it == start.begin() || std::prev(it)->address + std::prev(it)->total_size <= b.addr) {
-      notes.add("a block live before the window lies in no segment; ignored", fmt::format("{:#x}", b.addr));
+      notes.add("a block live before the window lies in no segment; ignored",
+                fmt::format("{:#x}", b.addr));
       continue;
     }
     per_segment[std::prev(it)->address].push_back(b);

@@ -15,14 +15,18 @@
 namespace keel::memory {
 namespace {
 
-const std::filesystem::path k_traces = std::filesystem::path(KEEL_SHARED_DIR) / "traces" / "pytorch";
+const std::filesystem::path k_traces =
+    std::filesystem::path(KEEL_SHARED_DIR) / "traces" / "pytorch";
 
 class SharedAnalysis : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!std::filesystem::exists(k_traces)) GTEST_SKIP() << "shared traces not found at " << k_traces;
+    if (!std::filesystem::exists(k_traces))
+      GTEST_SKIP() << "shared traces not found at " << k_traces;
   }
-  static snapshot load(const std::string& name) { return read_snapshot((k_traces / (name + ".pickle")).string()); }
+  static snapshot load(const std::string& name) {
+    return read_snapshot((k_traces / (name + ".pickle")).string());
+  }
 };
 
 snapshot small_training_run() {
@@ -60,7 +64,8 @@ void expect_fair(const snapshot& s, const analysis& a, const std::string& name) 
         o.memory_fraction = r.settings.memory_fraction;
         o.capacity = d.adv.capacity;
         o.start = m.mode;
-        EXPECT_EQ(replay(model, o).peak_reserved, r.result.peak_reserved) << name << " " << label(r.settings);
+        EXPECT_EQ(replay(model, o).peak_reserved, r.result.peak_reserved)
+            << name << " " << label(r.settings);
       }
     }
   }
@@ -112,7 +117,8 @@ TEST(Analysis, ACapacityBelowTheStartIsAnAnswer) {
 }
 
 TEST(Analysis, AnUnknownDeviceIsBadInput) {
-  EXPECT_THROW(analyze(small_training_run(), "synth", analysis_options{.device = 7}), invalid_argument);
+  EXPECT_THROW(analyze(small_training_run(), "synth", analysis_options{.device = 7}),
+               invalid_argument);
 }
 
 TEST_F(SharedAnalysis, TheRealOomIsFoundAndIsNotFragmentation) {
@@ -138,8 +144,9 @@ TEST_F(SharedAnalysis, TheRealOomIsFoundAndIsNotFragmentation) {
   EXPECT_TRUE(d1.oom.would_serve.empty());
   // The setting the run died with is not among those that would have served it.
   const std::vector<std::string>& refused = d1.oom.would_not;
-  EXPECT_NE(std::find(refused.begin(), refused.end(), "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"),
-            refused.end());
+  EXPECT_NE(
+      std::find(refused.begin(), refused.end(), "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"),
+      refused.end());
   EXPECT_FALSE(d1.oom.live_sites.sites.empty());
   EXPECT_NE(d1.oom.text.find("not fragmentation"), std::string::npos) << d1.oom.text;
   // No setting serves the request, so nothing is recommended for device 1.
@@ -168,8 +175,10 @@ TEST_F(SharedAnalysis, EveryTraceIsComparedFairly) {
     expect_fair(s, a, name);
     for (const device_analysis& d : a.devices) {
       EXPECT_LE(d.notes.size(), 10u) << name;
-      if (d.segment_events == 0 && d.adv.fidelity() == std::nullopt) EXPECT_FALSE(d.adv.comparable) << name;
-      if (const std::optional<fidelity_report> f = d.adv.fidelity()) EXPECT_TRUE(f->exact()) << name << ": " << f->line();
+      if (d.segment_events == 0 && d.adv.fidelity() == std::nullopt)
+        EXPECT_FALSE(d.adv.comparable) << name;
+      if (const std::optional<fidelity_report> f = d.adv.fidelity())
+        EXPECT_TRUE(f->exact()) << name << ": " << f->line();
       if (d.rec) {
         EXPECT_GT(d.rec->saving, 0) << name;
         ASSERT_FALSE(d.rec->how.steps.empty()) << name;

@@ -48,7 +48,7 @@ TEST(RoundSize, PowerOfTwoDivisions) {
   EXPECT_EQ(legacy.round_size(600 * k_mib_), 640 * k_mib_);
   EXPECT_EQ(legacy.round_size(1100 * k_mib_), 1152 * k_mib_);
   caching_allocator no_gt(b, conf("roundup_power2_divisions:[256:1,512:2]"));
-  EXPECT_EQ(no_gt.round_size(600 * k_mib_), 768 * k_mib_);  // 2 divisions: steps of 256 MiB
+  EXPECT_EQ(no_gt.round_size(600 * k_mib_), 768 * k_mib_);         // 2 divisions: steps of 256 MiB
   EXPECT_EQ(listed.round_size(3 * k_mib_ + 1), 3 * k_mib_ + 512);  // below 256 MiB: 1
 }
 
@@ -92,8 +92,10 @@ TEST(CachingAllocator, MidSizedRequestsSplitATwentyMiBSegment) {
   const auto z = a.allocate(11 * k_mib_);
   EXPECT_EQ(z, y + 5 * k_mib_);
   EXPECT_EQ(a.stats().segment[k_large_pool].current, 1);
-  EXPECT_EQ(a.stats().allocated_bytes[k_large_pool].current, static_cast<std::int64_t>(20 * k_mib_));
-  EXPECT_EQ(a.stats().requested_bytes[k_large_pool].current, static_cast<std::int64_t>(19 * k_mib_));
+  EXPECT_EQ(a.stats().allocated_bytes[k_large_pool].current,
+            static_cast<std::int64_t>(20 * k_mib_));
+  EXPECT_EQ(a.stats().requested_bytes[k_large_pool].current,
+            static_cast<std::int64_t>(19 * k_mib_));
   // A request of 10 MiB or more gets a segment of its own size rounded to 2 MiB.
   a.allocate(13 * k_mib_ + 1);
   EXPECT_EQ(a.stats().reserved_bytes[k_large_pool].current, static_cast<std::int64_t>(34 * k_mib_));
@@ -145,14 +147,17 @@ TEST(Classic, DefaultSettingsCannotServe160MiB) {
   const classic_result r = run_classic("");
   EXPECT_FALSE(r.served);
   EXPECT_EQ(r.message.rfind("CUDA out of memory. Tried to allocate 160.00 MiB. GPU 0 has a total "
-                            "capacity of 300.00 MiB of which 44.00 MiB is free.", 0),
+                            "capacity of 300.00 MiB of which 44.00 MiB is free.",
+                            0),
             0u)
       << r.message;
-  EXPECT_NE(r.message.find("and 200.00 MiB is reserved by PyTorch but unallocated"), std::string::npos);
+  EXPECT_NE(r.message.find("and 200.00 MiB is reserved by PyTorch but unallocated"),
+            std::string::npos);
   EXPECT_NE(r.message.find("Large pool: 200.00 MiB free in 2 fragments (largest 100.00 MiB"),
             std::string::npos)
       << r.message;
-  EXPECT_NE(r.message.find("would have been served with expandable_segments:True"), std::string::npos)
+  EXPECT_NE(r.message.find("would have been served with expandable_segments:True"),
+            std::string::npos)
       << r.message;
   EXPECT_NE(r.message.find("policy:keel"), std::string::npos);
 }
@@ -167,7 +172,8 @@ TEST(Classic, WhatEachSettingDoes) {
   EXPECT_TRUE(run_classic("policy:keel").served);
   // Rounding 100 MiB up to 112 MiB makes it worse: the second 100 MiB block already fails.
   const classic_result rounded = run_classic("roundup_power2_divisions:4");
-  EXPECT_NE(rounded.message.find("Tried to allocate 112.00 MiB"), std::string::npos) << rounded.message;
+  EXPECT_NE(rounded.message.find("Tried to allocate 112.00 MiB"), std::string::npos)
+      << rounded.message;
   // Garbage collection only acts with a memory fraction; the layout stays the same.
   EXPECT_FALSE(run_classic("garbage_collection_threshold:0.5").served);
 }
@@ -250,7 +256,8 @@ TEST(Oom, NothingHelpsWhenTheMemoryIsLive) {
     a.allocate(40 * k_mib_);
     FAIL();
   } catch (const out_of_memory& e) {
-    EXPECT_NE(std::string(e.what()).find("No allocator setting can serve"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("No allocator setting can serve"), std::string::npos)
+        << e.what();
   }
 }
 
@@ -402,7 +409,8 @@ TEST(Snapshot, SegmentsAndBlocksDescribeTheState) {
   EXPECT_EQ(total, 22 * k_mib_);
   ASSERT_EQ(s.device_traces.size(), 1u);
   const auto& t = s.device_traces[0];
-  ASSERT_EQ(t.size(), 6u);  // segment_alloc, alloc, segment_alloc, alloc, free_requested, free_completed
+  ASSERT_EQ(t.size(),
+            6u);  // segment_alloc, alloc, segment_alloc, alloc, free_requested, free_completed
   EXPECT_EQ(t[0].action, trace_action::segment_alloc);
   EXPECT_EQ(t[1].action, trace_action::alloc);
   EXPECT_EQ(t[1].size, 3 * k_mib_);

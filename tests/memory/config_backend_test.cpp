@@ -32,7 +32,7 @@ TEST(SimBackend, PagesMapOnceAndCountAgainstCapacity) {
   EXPECT_TRUE(s.map_pages(*range, 0, 4u << 20));
   EXPECT_THROW(s.map_pages(*range, 2u << 20, 2u << 20), invalid_argument);  // mapped twice
   EXPECT_THROW(s.map_pages(*range, 1u << 20, 2u << 20), invalid_argument);  // not page aligned
-  EXPECT_FALSE(s.map_pages(*range, 4u << 20, 6u << 20));  // over capacity
+  EXPECT_FALSE(s.map_pages(*range, 4u << 20, 6u << 20));                    // over capacity
   EXPECT_TRUE(s.map_pages(*range, 4u << 20, 4u << 20));
   s.unmap_pages(*range, 0, 8u << 20);
   EXPECT_EQ(s.used_bytes(), 0u);

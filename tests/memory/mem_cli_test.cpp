@@ -31,7 +31,8 @@ TEST(MemCli, BadInputIsOneLineAndExitTwo) {
   expect_bad_input({"mem", "replay", k_example, "--conf", "bogus:1"}, "valid keys:");
   expect_bad_input({"mem", "replay", k_example, "--policy", "fast"}, "unknown policy 'fast'");
   expect_bad_input({"mem", "replay", k_example, "--device", "7"}, "--device 7 has no data");
-  expect_bad_input({"mem", "replay", k_example, "--capacity", "12 parsecs"}, "unknown unit 'parsecs'");
+  expect_bad_input({"mem", "replay", k_example, "--capacity", "12 parsecs"},
+                   "unknown unit 'parsecs'");
   expect_bad_input({"mem", "replay", k_data + "evil_global_p2.pickle"}, "GLOBAL");
   expect_bad_input({"mem", "replay", KEEL_SOURCE_DIR}, "is a directory");
   expect_bad_input({"mem", "synth", "dream", "--out", "x.pickle"}, "unknown workload 'dream'");
@@ -43,8 +44,9 @@ TEST(MemCli, ReplayJsonContract) {
   const auto doc = nlohmann::json::parse(r.out);
   ASSERT_EQ(doc["devices"].size(), 1u);
   const auto& j = doc["devices"][0];
-  for (const char* key : {"policy", "device", "events", "peak_allocated", "peak_reserved", "recorded_peak_reserved",
-                          "fragmentation", "ooms", "fidelity", "start", "capacity", "elapsed_ms"}) {
+  for (const char* key :
+       {"policy", "device", "events", "peak_allocated", "peak_reserved", "recorded_peak_reserved",
+        "fragmentation", "ooms", "fidelity", "start", "capacity", "elapsed_ms"}) {
     EXPECT_TRUE(j.contains(key)) << key;
   }
   EXPECT_EQ(j["policy"], "pytorch");
@@ -64,7 +66,8 @@ TEST(MemCli, ReplayUnderACapacityStopsAtTheFirstOom) {
   ASSERT_EQ(j["ooms"].size(), 1u);
   EXPECT_EQ(j["stopped_at_oom"], true);
   EXPECT_EQ(j["ooms"][0]["message"].get<std::string>().rfind("CUDA out of memory.", 0), 0u);
-  const process_result text = run_keel({"mem", "replay", k_example, "--capacity", "2GiB", "--continue-after-oom"});
+  const process_result text =
+      run_keel({"mem", "replay", k_example, "--capacity", "2GiB", "--continue-after-oom"});
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_LE(count_lines(text.out), 40) << text.out;  // repeated OOMs do not flood the terminal
   const process_result tiny = run_keel({"mem", "replay", k_example, "--capacity", "1MiB"});
@@ -81,11 +84,13 @@ TEST(MemCli, AdviseJsonContract) {
   for (const auto& mode : d["modes"]) {
     EXPECT_GE(mode["candidates"].size(), 10u);
     for (const auto& c : mode["candidates"]) {
-      for (const char* key : {"conf", "policy", "env", "peak_reserved", "saving", "fragmentation", "oom", "timeline"}) {
+      for (const char* key : {"conf", "policy", "env", "peak_reserved", "saving", "fragmentation",
+                              "oom", "timeline"}) {
         EXPECT_TRUE(c.contains(key)) << key;
       }
       EXPECT_EQ(c["saving"].get<std::int64_t>(),
-                d["recorded"]["peak_reserved"].get<std::int64_t>() - c["peak_reserved"].get<std::int64_t>());
+                d["recorded"]["peak_reserved"].get<std::int64_t>() -
+                    c["peak_reserved"].get<std::int64_t>());
     }
   }
   ASSERT_FALSE(d["recommendation"].is_null()) << d["verdict"];
@@ -94,7 +99,8 @@ TEST(MemCli, AdviseJsonContract) {
 }
 
 TEST(MemCli, ExplainSaysWhereTheMemoryWas) {
-  const process_result r = run_keel({"mem", "explain", k_example, "--capacity", "5.5GiB", "--json"});
+  const process_result r =
+      run_keel({"mem", "explain", k_example, "--capacity", "5.5GiB", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto doc = nlohmann::json::parse(r.out);
   const auto& j = doc["devices"][0];
@@ -109,7 +115,8 @@ TEST(MemCli, ExplainSaysWhereTheMemoryWas) {
 
 TEST(MemCli, SynthWritesAReplayableSnapshot) {
   const std::string out = testing::TempDir() + "keel-synth-infer.json";
-  const process_result w = run_keel({"mem", "synth", "infer", "--steps", "2", "--layers", "2", "--out", out});
+  const process_result w =
+      run_keel({"mem", "synth", "infer", "--steps", "2", "--layers", "2", "--out", out});
   ASSERT_EQ(w.exit_code, 0) << w.err;
   const process_result r = run_keel({"mem", "replay", out, "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -124,11 +131,11 @@ TEST(MemCli, HtmlReportRendersInHeadlessChromium) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::ofstream(dir + "blank.html") << "<!DOCTYPE html><html><body></body></html>\n";
   const auto shoot = [&](const std::string& page, const std::string& png) {
-    return run_process({"/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu",
-                        "--disable-quic", "--no-first-run", "--disable-background-networking",
-                        "--disable-component-update", "--disable-sync",
-                        "--user-data-dir=" + dir + "profile", "--hide-scrollbars",
-                        "--window-size=1000,900", "--screenshot=" + dir + png, "file://" + dir + page});
+    return run_process(
+        {"/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+         "--no-first-run", "--disable-background-networking", "--disable-component-update",
+         "--disable-sync", "--user-data-dir=" + dir + "profile", "--hide-scrollbars",
+         "--window-size=1000,900", "--screenshot=" + dir + png, "file://" + dir + page});
   };
   shoot("report.html", "report.png");
   shoot("blank.html", "blank.png");

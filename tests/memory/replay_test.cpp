@@ -11,17 +11,19 @@
 #include "keel/core/error.hpp"
 #include "keel/memory/advisor.hpp"
 #include "keel/memory/caching_allocator.hpp"
-#include "keel/memory/sim_backend.hpp"
 #include "keel/memory/explain.hpp"
+#include "keel/memory/sim_backend.hpp"
 #include "keel/memory/synth.hpp"
 #include "keel/memory/trace_model.hpp"
 
 namespace keel::memory {
 namespace {
 
-const std::filesystem::path k_traces = std::filesystem::path(KEEL_SHARED_DIR) / "traces" / "pytorch";
+const std::filesystem::path k_traces =
+    std::filesystem::path(KEEL_SHARED_DIR) / "traces" / "pytorch";
 
-replay_result run(const trace_model& m, std::string_view conf, start_mode start = start_mode::window) {
+replay_result run(const trace_model& m, std::string_view conf,
+                  start_mode start = start_mode::window) {
   replay_options o;
   o.config = allocator_config::parse(conf, "test", m.recorded_config);
   o.start = start;
@@ -104,8 +106,10 @@ TEST(Replay, CapacityProducesOomsWithExplanations) {
   EXPECT_LE(x.live + x.request, *x.capacity + x.must_go) << x.text;
   if (*x.kind == oom_class::not_fragmentation) EXPECT_TRUE(x.would_serve.empty()) << x.text;
   // With a little more than the peak demand, some setting fits where the default does not.
-  const oom_explanation tight = explain_oom(s, m, unlimited.peak_allocated + unlimited.peak_allocated / 50);
-  if (tight.found && tight.kind == oom_class::fragmentation) EXPECT_FALSE(tight.would_serve.empty()) << tight.text;
+  const oom_explanation tight =
+      explain_oom(s, m, unlimited.peak_allocated + unlimited.peak_allocated / 50);
+  if (tight.found && tight.kind == oom_class::fragmentation)
+    EXPECT_FALSE(tight.would_serve.empty()) << tight.text;
 }
 
 TEST(Advise, RanksByPeakReservedWithTheRecordedBaseline) {
@@ -117,9 +121,13 @@ TEST(Advise, RanksByPeakReservedWithTheRecordedBaseline) {
     for (std::size_t i = 1; i < mode.ranked.size(); ++i) {
       EXPECT_LE(mode.ranked[i - 1].result.peak_reserved, mode.ranked[i].result.peak_reserved);
     }
-    EXPECT_LE(mode.ranked[*mode.best].result.peak_reserved, mode.ranked[*mode.baseline].result.peak_reserved);
-    EXPECT_EQ(environment_line(mode.ranked[*mode.best_pytorch].settings).rfind("PYTORCH_CUDA_ALLOC_CONF=", 0), 0u);
-    EXPECT_EQ(environment_line(mode.ranked[*mode.best_keel].settings), "KEEL_ALLOC_CONF=policy:keel");
+    EXPECT_LE(mode.ranked[*mode.best].result.peak_reserved,
+              mode.ranked[*mode.baseline].result.peak_reserved);
+    EXPECT_EQ(environment_line(mode.ranked[*mode.best_pytorch].settings)
+                  .rfind("PYTORCH_CUDA_ALLOC_CONF=", 0),
+              0u);
+    EXPECT_EQ(environment_line(mode.ranked[*mode.best_keel].settings),
+              "KEEL_ALLOC_CONF=policy:keel");
   }
 }
 
@@ -146,10 +154,18 @@ class scrambled_driver final : public backend {
   }
   bool do_supports_virtual_memory() const noexcept override { return true; }
   std::size_t do_page_granularity() const noexcept override { return inner_.page_granularity(); }
-  std::optional<std::uint64_t> do_reserve_range(std::size_t bytes) override { return inner_.reserve_range(bytes); }
-  void do_release_range(std::uint64_t a, std::size_t bytes) noexcept override { inner_.release_range(a, bytes); }
-  bool do_map_pages(std::uint64_t r, std::size_t o, std::size_t b) override { return inner_.map_pages(r, o, b); }
-  void do_unmap_pages(std::uint64_t r, std::size_t o, std::size_t b) noexcept override { inner_.unmap_pages(r, o, b); }
+  std::optional<std::uint64_t> do_reserve_range(std::size_t bytes) override {
+    return inner_.reserve_range(bytes);
+  }
+  void do_release_range(std::uint64_t a, std::size_t bytes) noexcept override {
+    inner_.release_range(a, bytes);
+  }
+  bool do_map_pages(std::uint64_t r, std::size_t o, std::size_t b) override {
+    return inner_.map_pages(r, o, b);
+  }
+  void do_unmap_pages(std::uint64_t r, std::size_t o, std::size_t b) noexcept override {
+    inner_.unmap_pages(r, o, b);
+  }
   std::size_t do_capacity() const noexcept override { return inner_.capacity(); }
   std::size_t do_used_bytes() const noexcept override { return inner_.used_bytes(); }
   event_id do_record_event(stream_id s) override { return inner_.record_event(s); }
@@ -167,12 +183,14 @@ class scrambled_driver final : public backend {
 // their ties by address), segment churn and empty_cache calls, on a driver with `device`'s
 // address order.
 snapshot tie_heavy_recording(backend& device, std::uint32_t seed, bool expandable) {
-  caching_allocator a(device, allocator_config::parse(expandable ? "expandable_segments:True" : "", "test"));
+  caching_allocator a(
+      device, allocator_config::parse(expandable ? "expandable_segments:True" : "", "test"));
   a.record_history(true);
   std::vector<std::uint64_t> live;
   std::uint32_t x = seed;
   const auto next = [&x] { return x = x * 1664525u + 1013904223u; };
-  const std::size_t sizes[] = {196u << 20, 392u << 20, 196u << 20, 6u << 20, 300u << 10, 392u << 20};
+  const std::size_t sizes[] = {196u << 20, 392u << 20, 196u << 20,
+                               6u << 20,   300u << 10, 392u << 20};
   for (int i = 0; i < 3000; ++i) {
     const std::uint32_t r = next() >> 8;
     if (live.empty() || r % 100 < 55) {
@@ -188,15 +206,18 @@ snapshot tie_heavy_recording(backend& device, std::uint32_t seed, bool expandabl
 }
 
 snapshot descending_recording(std::uint32_t seed, bool expandable) {
-  sim_backend device(sim_backend::k_unlimited, 2u << 20, address_plan({}, {}, address_order::descending));
+  sim_backend device(sim_backend::k_unlimited, 2u << 20,
+                     address_plan({}, {}, address_order::descending));
   return tie_heavy_recording(device, seed, expandable);
 }
 
 TEST(Replay, InfersTheDriversAddressOrder) {
   for (std::uint32_t seed : {1u, 2u}) {
-    EXPECT_EQ(build_trace_model(descending_recording(seed, false), 0).driver_order.order, address_order::descending);
+    EXPECT_EQ(build_trace_model(descending_recording(seed, false), 0).driver_order.order,
+              address_order::descending);
     sim_backend up;
-    EXPECT_EQ(build_trace_model(tie_heavy_recording(up, seed, false), 0).driver_order.order, address_order::ascending);
+    EXPECT_EQ(build_trace_model(tie_heavy_recording(up, seed, false), 0).driver_order.order,
+              address_order::ascending);
   }
 }
 
@@ -266,20 +287,21 @@ struct fidelity_case {
 class SharedTraces : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!std::filesystem::exists(k_traces)) GTEST_SKIP() << "shared traces not found at " << k_traces;
+    if (!std::filesystem::exists(k_traces))
+      GTEST_SKIP() << "shared traces not found at " << k_traces;
   }
 };
 
 TEST_F(SharedTraces, PyTorchPolicyReproducesEveryRecordedSegmentSequence) {
   // The five targets (two start empty, three begin with state to reconstruct), and the two
   // traces with empty_cache segment frees.
-  for (const fidelity_case& c : {fidelity_case{"cs336a2kk-ctx128-fullstep", 783},
-                                 fidelity_case{"cs336a2sm-tiny-backward", 9},
-                                 fidelity_case{"decomfl-opt-zo-finetune", 61},
-                                 fidelity_case{"eornn-cnn-counterfactuals", 7},
-                                 fidelity_case{"ftcourse-llama-qlora-trainstep", 152},
-                                 fidelity_case{"cs336a2kk-ctx256-forward-autocast", 598},
-                                 fidelity_case{"selectn-llama-forward", 584}}) {
+  for (const fidelity_case& c :
+       {fidelity_case{"cs336a2kk-ctx128-fullstep", 783},
+        fidelity_case{"cs336a2sm-tiny-backward", 9}, fidelity_case{"decomfl-opt-zo-finetune", 61},
+        fidelity_case{"eornn-cnn-counterfactuals", 7},
+        fidelity_case{"ftcourse-llama-qlora-trainstep", 152},
+        fidelity_case{"cs336a2kk-ctx256-forward-autocast", 598},
+        fidelity_case{"selectn-llama-forward", 584}}) {
     const snapshot s = read_snapshot((k_traces / (std::string(c.file) + ".pickle")).string());
     const trace_model m = build_trace_model(s, 0);
     const replay_result r = run(m, "");
@@ -316,7 +338,9 @@ TEST_F(SharedTraces, KeelPolicyFragmentationOnEveryReplayableTrace) {
       if (keel.peak_allocated == 0) continue;  // nothing live on this device
       // keel's policy beats expandable segments from the same start on every trace but one:
       // ftcourse-llama-qlora-trainstep, where it peaks 18 MiB (0.3%) higher (docs/BENCHMARKS.md).
-      EXPECT_LE(static_cast<double>(keel.peak_reserved), 1.005 * static_cast<double>(expandable.peak_reserved)) << name;
+      EXPECT_LE(static_cast<double>(keel.peak_reserved),
+                1.005 * static_cast<double>(expandable.peak_reserved))
+          << name;
       EXPECT_LE(keel.fragmentation, 1.03) << name << " device " << device;
     }
   }

@@ -52,7 +52,8 @@ void run_replay(const replay_args& a) {
     devices.push_back(to_json(r, model, sites));
     devices.back()["ignored_keys"] = settings.ignored_keys;
     text += (text.empty() ? "" : "\n") + to_text(r, model, a.trace, sites);
-    if (!settings.ignored_keys.empty()) text += "note      " + ignored_keys_line(settings.ignored_keys) + "\n";
+    if (!settings.ignored_keys.empty())
+      text += "note      " + ignored_keys_line(settings.ignored_keys) + "\n";
   }
   if (a.html) write_report(*a.html, snap, a.trace, a.device, options.capacity);
   if (a.json) {
@@ -93,11 +94,15 @@ void run_synth(synth_args a) {
   for (const snapshot_segment& seg : s.segments) reserved += seg.total_size;
   const std::size_t entries = s.device_traces.empty() ? 0 : s.device_traces[0].size();
   if (a.json) {
-    print_json({{"out", a.out}, {"kind", a.kind}, {"segments", s.segments.size()},
-                {"entries", entries}, {"reserved", reserved}});
+    print_json({{"out", a.out},
+                {"kind", a.kind},
+                {"segments", s.segments.size()},
+                {"entries", entries},
+                {"reserved", reserved}});
   } else {
-    std::cout << fmt::format("wrote {}: a {} workload, {} trace entries, {} segments ({} reserved at the end)\n",
-                             a.out, a.kind, entries, s.segments.size(), format_size(reserved));
+    std::cout << fmt::format(
+        "wrote {}: a {} workload, {} trace entries, {} segments ({} reserved at the end)\n", a.out,
+        a.kind, entries, s.segments.size(), format_size(reserved));
   }
 }
 
@@ -113,16 +118,21 @@ void add_mem_commands(CLI::App& root) {
       "replay", "Replay a PyTorch memory snapshot through keel's allocator and measure it");
   rp->add_option("trace", replay_cmd->trace, "Snapshot file (pickle from _dump_snapshot, or JSON)")
       ->required();
-  rp->add_option("--device", replay_cmd->device, "Device to replay (default: every device with data)");
+  rp->add_option("--device", replay_cmd->device,
+                 "Device to replay (default: every device with data)");
   rp->add_option("--policy", replay_cmd->policy, "pytorch or keel")->capture_default_str();
   rp->add_option("--conf", replay_cmd->conf,
                  "Allocator settings in PYTORCH_CUDA_ALLOC_CONF syntax (default: as recorded)");
   rp->add_option("--capacity", replay_cmd->capacity,
-                 "Memory this process can use, e.g. 80GiB (default: what a recorded OOM implies, else unlimited)");
-  rp->add_option("--start", replay_cmd->start,
-                 "window (the recorded layout: what would have happened next) or fresh (the live blocks "
-                 "only: a restarted process)")->capture_default_str();
-  rp->add_option("--sites-by", replay_cmd->sites_by, "Group the memory at the peak by call site or by module")
+                 "Memory this process can use, e.g. 80GiB (default: what a recorded OOM implies, "
+                 "else unlimited)");
+  rp->add_option(
+        "--start", replay_cmd->start,
+        "window (the recorded layout: what would have happened next) or fresh (the live blocks "
+        "only: a restarted process)")
+      ->capture_default_str();
+  rp->add_option("--sites-by", replay_cmd->sites_by,
+                 "Group the memory at the peak by call site or by module")
       ->capture_default_str();
   rp->add_flag("--continue-after-oom", replay_cmd->continue_after_oom,
                "Go on after an OOM the recording does not have (default: stop there)");
@@ -133,18 +143,26 @@ void add_mem_commands(CLI::App& root) {
   auto synth_cmd = std::make_shared<synth_args>();
   CLI::App* sy = group->add_subcommand(
       "synth", "Write a realistic snapshot from a model of a workload (train or infer)");
-  sy->add_option("kind", synth_cmd->kind, "train (variable-length transformer training) or infer "
-                                         "(LLM serving with a growing KV cache)")->required();
-  sy->add_option("--out", synth_cmd->out, "Output file: .pickle (PyTorch's format) or .json")->required();
+  sy->add_option("kind", synth_cmd->kind,
+                 "train (variable-length transformer training) or infer "
+                 "(LLM serving with a growing KV cache)")
+      ->required();
+  sy->add_option("--out", synth_cmd->out, "Output file: .pickle (PyTorch's format) or .json")
+      ->required();
   sy->add_option("--seed", synth_cmd->options.seed, "Random seed")->capture_default_str();
-  sy->add_option("--steps", synth_cmd->options.steps, "Training steps or requests")->capture_default_str();
-  sy->add_option("--layers", synth_cmd->options.layers, "Transformer layers")->capture_default_str();
+  sy->add_option("--steps", synth_cmd->options.steps, "Training steps or requests")
+      ->capture_default_str();
+  sy->add_option("--layers", synth_cmd->options.layers, "Transformer layers")
+      ->capture_default_str();
   sy->add_option("--hidden", synth_cmd->options.hidden, "Hidden size")->capture_default_str();
   sy->add_option("--heads", synth_cmd->options.heads, "Attention heads")->capture_default_str();
   sy->add_option("--batch", synth_cmd->options.batch, "Batch size")->capture_default_str();
-  sy->add_option("--min-seq", synth_cmd->options.min_seq, "Shortest sequence or prompt")->capture_default_str();
-  sy->add_option("--max-seq", synth_cmd->options.max_seq, "Longest sequence or prompt")->capture_default_str();
-  sy->add_option("--new-tokens", synth_cmd->options.new_tokens, "Tokens generated per request (infer)")
+  sy->add_option("--min-seq", synth_cmd->options.min_seq, "Shortest sequence or prompt")
+      ->capture_default_str();
+  sy->add_option("--max-seq", synth_cmd->options.max_seq, "Longest sequence or prompt")
+      ->capture_default_str();
+  sy->add_option("--new-tokens", synth_cmd->options.new_tokens,
+                 "Tokens generated per request (infer)")
       ->capture_default_str();
   add_json_flag(sy, synth_cmd->json);
   sy->callback([synth_cmd] { run_synth(*synth_cmd); });

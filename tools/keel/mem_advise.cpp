@@ -40,8 +40,8 @@ std::function<void(std::size_t, std::size_t)> progress_bar() {
   return [](std::size_t done, std::size_t total) {
     const std::size_t width = 30;
     const std::size_t filled = done * width / total;
-    std::cerr << fmt::format("\r[{}{}] {}/{} replays", std::string(filled, '#'), std::string(width - filled, ' '),
-                             done, total)
+    std::cerr << fmt::format("\r[{}{}] {}/{} replays", std::string(filled, '#'),
+                             std::string(width - filled, ' '), done, total)
               << (done == total ? "\r\033[K" : "") << std::flush;
   };
 }
@@ -72,7 +72,8 @@ void run_explain(const explain_args& a) {
   callsite_options sites;
   sites.group_by = parse_callsite_grouping(a.sites_by);
   for (int device : devices_to_analyze(snap, a.device)) {
-    const oom_explanation x = explain_oom(snap, build_trace_model(snap, device), capacity_option(a.capacity), sites);
+    const oom_explanation x =
+        explain_oom(snap, build_trace_model(snap, device), capacity_option(a.capacity), sites);
     nlohmann::json j = to_json(x);
     j["device"] = device;
     devices.push_back(std::move(j));
@@ -94,8 +95,8 @@ std::optional<std::uint64_t> capacity_option(const std::optional<std::string>& t
   return bytes;
 }
 
-void write_report(const std::string& path, const snapshot& snap, const std::string& trace, std::optional<int> device,
-                  std::optional<std::uint64_t> capacity) {
+void write_report(const std::string& path, const snapshot& snap, const std::string& trace,
+                  std::optional<int> device, std::optional<std::uint64_t> capacity) {
   analysis_options options;
   options.device = device;
   options.capacity = capacity;
@@ -105,11 +106,13 @@ void write_report(const std::string& path, const snapshot& snap, const std::stri
 void add_mem_advise_commands(CLI::App& mem) {
   auto advise_cmd = std::make_shared<advise_args>();
   CLI::App* ad = mem.add_subcommand(
-      "advise", "Replay a snapshot under many allocator settings, from the same start, and recommend one");
+      "advise",
+      "Replay a snapshot under many allocator settings, from the same start, and recommend one");
   ad->add_option("trace", advise_cmd->trace, "Snapshot file (pickle or JSON)")->required();
   ad->add_option("--device", advise_cmd->device, "Device (default: every device with data)");
   ad->add_option("--capacity", advise_cmd->capacity,
-                 "Memory this process can use, e.g. 24GiB (default: what a recorded OOM implies, else unlimited)");
+                 "Memory this process can use, e.g. 24GiB (default: what a recorded OOM implies, "
+                 "else unlimited)");
   ad->add_option("--threads", advise_cmd->threads, "Replays in parallel (default: all cores)");
   ad->add_option("--html", advise_cmd->html, "Also write a self-contained HTML report");
   add_json_flag(ad, advise_cmd->json);
@@ -117,12 +120,14 @@ void add_mem_advise_commands(CLI::App& mem) {
 
   auto explain_cmd = std::make_shared<explain_args>();
   CLI::App* ex = mem.add_subcommand(
-      "explain", "Say where the memory was at an OOM, why it failed and which setting would have served it");
+      "explain",
+      "Say where the memory was at an OOM, why it failed and which setting would have served it");
   ex->add_option("trace", explain_cmd->trace, "Snapshot file (pickle or JSON)")->required();
   ex->add_option("--device", explain_cmd->device, "Device (default: every device with data)");
   ex->add_option("--capacity", explain_cmd->capacity,
                  "Device memory: explain where the trace would run out on a device this size");
-  ex->add_option("--sites-by", explain_cmd->sites_by, "Group the live memory by call site or by module")
+  ex->add_option("--sites-by", explain_cmd->sites_by,
+                 "Group the live memory by call site or by module")
       ->capture_default_str();
   add_json_flag(ex, explain_cmd->json);
   ex->callback([explain_cmd] { run_explain(*explain_cmd); });

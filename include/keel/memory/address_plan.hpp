@@ -37,7 +37,8 @@ struct driver_call {
 class address_plan {
  public:
   address_plan() = default;
-  address_plan(std::vector<driver_call> calls, std::vector<std::uint64_t> range_bases, address_order order);
+  address_plan(std::vector<driver_call> calls, std::vector<std::uint64_t> range_bases,
+               address_order order);
 
   // The address of a new segment / range of `bytes`; never overlaps a live one.
   std::uint64_t place_segment(std::uint64_t bytes);
@@ -58,7 +59,8 @@ class address_plan {
     std::size_t descending_hits = 0;
     std::size_t allocs = 0;
   };
-  static inference infer(const std::vector<driver_call>& start, const std::vector<driver_call>& calls);
+  static inference infer(const std::vector<driver_call>& start,
+                         const std::vector<driver_call>& calls);
 
  private:
   bool fits(std::uint64_t address, std::uint64_t bytes) const;

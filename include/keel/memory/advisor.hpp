@@ -48,8 +48,8 @@ struct advise_options {
 struct ranked_result {
   candidate settings;
   replay_result result;
-  bool oom = false;          // ran out of memory, or did not serve a recorded OOM's request
-  std::int64_t saving = 0;   // recorded peak reserved - this candidate's peak reserved
+  bool oom = false;         // ran out of memory, or did not serve a recorded OOM's request
+  std::int64_t saving = 0;  // recorded peak reserved - this candidate's peak reserved
 };
 
 struct mode_advice {
@@ -66,9 +66,9 @@ struct advice {
   std::uint64_t recorded_peak_reserved = 0;  // what every saving is measured against
   std::optional<std::uint64_t> capacity;     // the simulated device's memory
   bool comparable = true;
-  std::string not_comparable_why;            // when !comparable
-  std::string record_instead;                // when !comparable: how to record a usable trace
-  std::vector<mode_advice> modes;            // in the order asked
+  std::string not_comparable_why;  // when !comparable
+  std::string record_instead;      // when !comparable: how to record a usable trace
+  std::vector<mode_advice> modes;  // in the order asked
   double elapsed_ms = 0.0;
 
   const mode_advice* mode(start_mode m) const noexcept;

@@ -64,7 +64,7 @@ struct analysis {
 };
 
 struct analysis_options {
-  std::optional<int> device;             // default: every device with data
+  std::optional<int> device;              // default: every device with data
   std::optional<std::uint64_t> capacity;  // default: the recorded budget, else unlimited
   unsigned threads = 0;
   bool explain = true;
@@ -88,7 +88,8 @@ std::vector<int> devices_to_analyze(const snapshot& snap, std::optional<int> dev
 
 nlohmann::json to_json(const analysis& a);
 // A replay with the call sites holding memory at its peak (from the recording's allocations).
-nlohmann::json to_json(const replay_result& r, const trace_model& model, const callsite_options& sites = {});
+nlohmann::json to_json(const replay_result& r, const trace_model& model,
+                       const callsite_options& sites = {});
 nlohmann::json to_json(const oom_explanation& x);
 nlohmann::json to_json(const fidelity_report& f);
 
@@ -99,7 +100,7 @@ std::string to_text(const analysis& a);
 std::string to_text(const replay_result& r, const trace_model& model, const std::string& trace,
                     const callsite_options& sites = {});
 // The live memory by call site at a replay's peak.
-callsite_summary sites_at_peak(const replay_result& r, const trace_model& model, const callsite_options& sites = {});
-
+callsite_summary sites_at_peak(const replay_result& r, const trace_model& model,
+                               const callsite_options& sites = {});
 
 }  // namespace keel::memory

@@ -37,11 +37,11 @@ namespace keel::memory {
 
 // PyTorch's constants.
 inline constexpr std::size_t k_min_block_size = 512;
-inline constexpr std::size_t k_small_size = 1u << 20;      // largest small-pool request
-inline constexpr std::size_t k_small_buffer = 2u << 20;    // small-pool segment
+inline constexpr std::size_t k_small_size = 1u << 20;    // largest small-pool request
+inline constexpr std::size_t k_small_buffer = 2u << 20;  // small-pool segment
 inline constexpr std::size_t k_min_large_alloc = 10u << 20;
 inline constexpr std::size_t k_round_large = 2u << 20;
-inline constexpr std::size_t k_large_buffer = 20u << 20;   // segment for 1-10 MiB requests
+inline constexpr std::size_t k_large_buffer = 20u << 20;  // segment for 1-10 MiB requests
 
 // A segment as it already exists (a replay's starting state): blocks in address order that
 // tile total_size; adjacent free blocks must already be merged. An expandable one is a run of

@@ -46,34 +46,35 @@ struct pool_summary {
 };
 
 struct oom_explanation {
-  bool found = false;              // false: no OOM recorded and none at the given capacity
-  bool recorded = false;           // the OOM is in the trace (not produced by a capacity)
-  bool state_only = false;         // explained from a snapshot's blocks alone (no trace)
+  bool found = false;       // false: no OOM recorded and none at the given capacity
+  bool recorded = false;    // the OOM is in the trace (not produced by a capacity)
+  bool state_only = false;  // explained from a snapshot's blocks alone (no trace)
   std::uint32_t entry = 0;
-  std::uint64_t request = 0;       // bytes the failing allocation asked for (0: unknown)
-  std::uint64_t device_free = 0;   // driver's free memory at the OOM (recorded OOMs)
-  std::uint64_t budget = 0;        // what this process could use: reserved + device_free
+  std::uint64_t request = 0;      // bytes the failing allocation asked for (0: unknown)
+  std::uint64_t device_free = 0;  // driver's free memory at the OOM (recorded OOMs)
+  std::uint64_t budget = 0;       // what this process could use: reserved + device_free
   std::uint64_t reserved = 0;
-  std::uint64_t allocated = 0;     // bytes in live blocks (the allocator's view)
-  std::uint64_t live = 0;          // bytes the program held (rounded), from the recording
-  std::uint64_t pending_free = 0;  // blocks waiting for cross-stream frees
+  std::uint64_t allocated = 0;          // bytes in live blocks (the allocator's view)
+  std::uint64_t live = 0;               // bytes the program held (rounded), from the recording
+  std::uint64_t pending_free = 0;       // blocks waiting for cross-stream frees
   std::uint64_t private_pool_free = 0;  // free cached bytes in private pools
   std::optional<std::uint64_t> other_processes;
   std::optional<std::uint64_t> capacity;
   std::optional<oom_class> kind;
-  std::uint64_t must_go = 0;       // not_fragmentation: live bytes that must go to fit
+  std::uint64_t must_go = 0;  // not_fragmentation: live bytes that must go to fit
   pool_summary large;
   pool_summary small;
   std::vector<std::string> would_serve;  // env lines of settings that serve the request
   std::vector<std::string> would_not;
-  callsite_summary live_sites;           // the live memory by call site
-  std::string text;                      // the explanation in plain words
+  callsite_summary live_sites;  // the live memory by call site
+  std::string text;             // the explanation in plain words
 };
 
 // `snap` gives the call stacks of the final state (state-only snapshots); `model` is the
 // device's trace model.
 // device's trace model; `sites` groups the live memory by call site or by module.
 oom_explanation explain_oom(const snapshot& snap, const trace_model& model,
-                            std::optional<std::uint64_t> capacity, const callsite_options& sites = {});
+                            std::optional<std::uint64_t> capacity,
+                            const callsite_options& sites = {});
 
 }  // namespace keel::memory

@@ -45,8 +45,8 @@ struct replay_options {
   std::optional<double> memory_fraction;  // set_memory_fraction (what enables GC thresholds)
   start_mode start = start_mode::window;
   bool continue_after_oom = false;
-  std::size_t timeline_points = 512;      // samples kept for plots (0: none)
-  bool snapshot_at_peak = false;          // keep the allocator's segments at the reserved peak
+  std::size_t timeline_points = 512;  // samples kept for plots (0: none)
+  bool snapshot_at_peak = false;      // keep the allocator's segments at the reserved peak
   // Stop before the first op that comes from this trace entry or a later one, and keep the
   // allocator's segments at that point in replay_result::final_state.
   std::optional<std::uint32_t> stop_before_entry;
@@ -69,13 +69,13 @@ struct segment_mismatch {
 struct fidelity_report {
   std::size_t recorded_segments = 0;  // segment_alloc/segment_map events of the window
   std::size_t replayed_segments = 0;
-  std::size_t matched = 0;            // leading segment events whose sizes agree
+  std::size_t matched = 0;  // leading segment events whose sizes agree
   std::optional<segment_mismatch> first_mismatch;
   std::uint64_t recorded_peak_reserved = 0;
   std::uint64_t replayed_peak_reserved = 0;
   std::size_t recorded_ooms = 0;
-  std::size_t reproduced_ooms = 0;    // recorded OOMs that also failed in the replay
-  std::size_t allocs = 0;             // allocs replayed
+  std::size_t reproduced_ooms = 0;  // recorded OOMs that also failed in the replay
+  std::size_t allocs = 0;           // allocs replayed
   std::size_t allocs_at_recorded_address = 0;
 
   // Every segment event in order, the peak to the byte, and every recorded OOM.
@@ -97,8 +97,8 @@ struct replay_result {
   int device = 0;
   start_mode start = start_mode::window;
   std::optional<std::uint64_t> capacity;  // what the simulated device had
-  std::size_t events = 0;  // trace entries of the device
-  std::size_t ops = 0;     // ops replayed
+  std::size_t events = 0;                 // trace entries of the device
+  std::size_t ops = 0;                    // ops replayed
   // Set when the starting state does not fit the capacity; nothing was replayed.
   std::optional<std::string> start_exceeds_capacity;
   std::uint64_t start_reserved = 0;
@@ -112,9 +112,10 @@ struct replay_result {
   std::int64_t device_mallocs = 0;
   std::int64_t retries = 0;
   std::vector<replay_oom> ooms;
-  bool stopped_at_oom = false;         // an OOM the recording does not have ended the replay
+  bool stopped_at_oom = false;           // an OOM the recording does not have ended the replay
   std::size_t recorded_ooms_served = 0;  // recorded OOM requests this setting served
-  std::optional<fidelity_report> fidelity;  // window mode, when the window has segment events or OOMs
+  std::optional<fidelity_report>
+      fidelity;  // window mode, when the window has segment events or OOMs
   std::vector<timeline_point> timeline;
   std::optional<snapshot> peak_state;
   std::optional<snapshot> final_state;  // with stop_before_entry

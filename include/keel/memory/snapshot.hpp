@@ -82,8 +82,8 @@ struct snapshot_segment {
   std::uint64_t allocated_size = 0;
   std::uint64_t active_size = 0;
   std::uint64_t requested_size = 0;
-  std::uint64_t stream = 0;           // raw cudaStream_t value; 0 is the default stream
-  bool is_large = true;               // segment_type 'large' (true) or 'small'
+  std::uint64_t stream = 0;  // raw cudaStream_t value; 0 is the default stream
+  bool is_large = true;      // segment_type 'large' (true) or 'small'
   std::pair<std::int64_t, std::int64_t> pool_id{0, 0};
   bool is_expandable = false;
   std::vector<snapshot_block> blocks;  // in address order, covering the segment
@@ -106,8 +106,8 @@ enum class trace_action {
 
 struct trace_entry {
   trace_action action = trace_action::alloc;
-  std::uint64_t addr = 0;         // block or segment address (0 for oom/snapshot)
-  std::uint64_t size = 0;         // requested bytes for alloc/free_*, segment bytes for segment_*
+  std::uint64_t addr = 0;  // block or segment address (0 for oom/snapshot)
+  std::uint64_t size = 0;  // requested bytes for alloc/free_*, segment bytes for segment_*
   std::uint64_t stream = 0;
   std::optional<std::int64_t> time_us;
   std::uint64_t device_free = 0;  // oom: free device memory reported by the driver
@@ -117,9 +117,9 @@ struct trace_entry {
 
 // The recorded allocator settings (2.2+ files); absent fields keep PyTorch's defaults.
 struct allocator_settings {
-  std::string conf;                           // PYTORCH_CUDA_ALLOC_CONF as recorded
+  std::string conf;  // PYTORCH_CUDA_ALLOC_CONF as recorded
   bool expandable_segments = false;
-  std::int64_t max_split_size = -1;           // bytes; -1 = unlimited
+  std::int64_t max_split_size = -1;  // bytes; -1 = unlimited
   double garbage_collection_threshold = 0.0;
   std::vector<std::int64_t> roundup_power2_divisions;  // one per power-of-two interval
   std::optional<std::int64_t> max_non_split_rounding_size;

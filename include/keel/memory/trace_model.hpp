@@ -45,11 +45,11 @@ enum class op_kind : std::uint8_t {
 
 struct replay_op {
   op_kind kind = op_kind::alloc;
-  std::uint64_t addr = 0;     // the recorded address (alloc, free)
-  std::uint64_t size = 0;     // requested bytes (alloc, free, oom)
+  std::uint64_t addr = 0;  // the recorded address (alloc, free)
+  std::uint64_t size = 0;  // requested bytes (alloc, free, oom)
   stream_id stream = 0;
-  std::uint32_t entry = 0;    // index of the trace entry this op comes from
-  frame_stack frames;         // alloc, oom: the stack that asked
+  std::uint32_t entry = 0;  // index of the trace entry this op comes from
+  frame_stack frames;       // alloc, oom: the stack that asked
 };
 
 struct start_block {
@@ -67,8 +67,8 @@ struct start_segment {
   std::uint64_t total_size = 0;
   stream_id stream = 0;
   bool is_small = false;
-  bool expandable = false;      // a run of mapped pages inside an expandable range
-  std::uint64_t range_base = 0; // expandable: the base of the virtual range it lies in
+  bool expandable = false;          // a run of mapped pages inside an expandable range
+  std::uint64_t range_base = 0;     // expandable: the base of the virtual range it lies in
   std::vector<start_block> blocks;  // tile the segment, free gaps merged
 };
 
@@ -84,9 +84,9 @@ struct segment_event {
 
 struct recorded_oom {
   std::uint32_t entry = 0;
-  std::uint64_t size = 0;          // the request, rounded as PyTorch rounds it
-  std::uint64_t device_free = 0;   // what the driver reported free
-  std::uint64_t reserved = 0;      // what this process held (segments + mapped pages) then
+  std::uint64_t size = 0;         // the request, rounded as PyTorch rounds it
+  std::uint64_t device_free = 0;  // what the driver reported free
+  std::uint64_t reserved = 0;     // what this process held (segments + mapped pages) then
   std::uint64_t budget() const noexcept { return reserved + device_free; }
 };
 
@@ -118,23 +118,23 @@ struct model_note {
 
 struct trace_model {
   int device = 0;
-  std::size_t entries = 0;                 // trace entries recorded for this device
+  std::size_t entries = 0;  // trace entries recorded for this device
   std::optional<std::int64_t> first_time_us, last_time_us;
-  std::vector<start_segment> start;        // state at the window's start
+  std::vector<start_segment> start;  // state at the window's start
   std::vector<replay_op> ops;
   std::vector<segment_event> segment_events;  // the window's driver calls, in order
-  std::vector<recorded_range> ranges;      // expandable ranges, by first use (start ones first)
+  std::vector<recorded_range> ranges;         // expandable ranges, by first use (start ones first)
   std::vector<recorded_oom> ooms;
   std::vector<std::pair<std::uint32_t, std::uint64_t>> free_requests;  // (entry, addr), in order
-  allocator_config recorded_config;        // from allocator_settings, else PyTorch's defaults
+  allocator_config recorded_config;  // from allocator_settings, else PyTorch's defaults
   bool settings_recorded = false;
   // The PYTORCH_CUDA_ALLOC_CONF grammar of the PyTorch that wrote the snapshot, as its
   // allocator_settings imply it (the newest when it records none).
   pytorch_grammar grammar = k_newest_pytorch_grammar;
   std::uint64_t start_reserved = 0;
-  std::uint64_t start_requested = 0;       // requested bytes live at the start
+  std::uint64_t start_requested = 0;         // requested bytes live at the start
   std::uint64_t recorded_peak_reserved = 0;  // start_reserved + the segment events' running sum
-  std::uint32_t recorded_peak_entry = 0;   // the entry that reached it (0 when at the start)
+  std::uint32_t recorded_peak_entry = 0;     // the entry that reached it (0 when at the start)
   // The driver's address order, inferred from the window's segment_alloc/segment_free calls.
   address_plan::inference driver_order;
   std::vector<model_note> notes;
