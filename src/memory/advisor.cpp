@@ -106,21 +106,19 @@ advice advise(const trace_model& model, const std::vector<candidate>& candidates
   if (model.entries == 0) {
     out.comparable = false;
     out.not_comparable_why =
-        "the snapshot holds no trace for this device (a state only): nothing shows how memory was "
-        "used";
+        "the snapshot holds no trace for this device (a state only): nothing shows how memory "
+        "was used";
   } else if (model.segment_events.empty() && model.ooms.empty()) {
     out.comparable = false;
     out.not_comparable_why =
         "the trace window has no segment events (no cudaMalloc, cudaFree or page maps): the "
-        "recorded "
-        "segments already held everything, so every setting would hold the same memory";
+        "recorded segments already held everything, so every setting would hold the same memory";
   }
   if (!out.comparable) {
     out.record_instead =
         "record from the start of the process, before the model is built: "
         "torch.cuda.memory._record_memory_history(max_entries=1000000), run past the step that "
-        "peaks, "
-        "then torch.cuda.memory._dump_snapshot(\"run.pickle\")";
+        "peaks, then torch.cuda.memory._dump_snapshot(\"run.pickle\")";
     out.elapsed_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
             .count();

@@ -44,8 +44,8 @@ void recommend(device_analysis& d, const trace_model& model) {
       adv.capacity ? format_size(*adv.capacity) : std::string("unlimited memory");
   if (!w->best) {
     d.verdict = fmt::format(
-        "Every candidate runs out of memory within {} in this window: no setting helps; "
-        "less memory must be live (see the OOM explanation).",
+        "Every candidate runs out of memory within {} in this window: no setting helps; less "
+        "memory must be live (see the OOM explanation).",
         budget);
     return;
   }
@@ -64,8 +64,8 @@ void recommend(device_analysis& d, const trace_model& model) {
   if (pick.settings.baseline ||
       (!serves_oom && !worth_it(pick.saving, adv.recorded_peak_reserved))) {
     d.verdict = fmt::format(
-        "Keep the recorded settings: no candidate saves a meaningful amount in this window "
-        "(the best, {}, peaks at {}, {} against the recording's {}).",
+        "Keep the recorded settings: no candidate saves a meaningful amount in this window (the "
+        "best, {}, peaks at {}, {} against the recording's {}).",
         label(pick.settings), format_size(pick.result.peak_reserved), signed_size(pick.saving),
         format_size(adv.recorded_peak_reserved));
     return;
@@ -105,8 +105,8 @@ void recommend(device_analysis& d, const trace_model& model) {
       if (c.settings.config == pick.settings.config &&
           c.settings.memory_fraction == pick.settings.memory_fraction) {
         r.notes.push_back(fmt::format(
-            "in a fresh process it would peak at {}; a restart with the recorded "
-            "settings alone peaks at {}",
+            "in a fresh process it would peak at {}; a restart with the recorded settings alone "
+            "peaks at {}",
             format_size(c.result.peak_reserved), format_size(restart.result.peak_reserved)));
       }
     }

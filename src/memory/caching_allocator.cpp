@@ -27,6 +27,10 @@ struct block_pool;
 
 // A virtual range whose pages are mapped on demand (PyTorch's ExpandableSegment).
 struct expandable_segment {
+  expandable_segment(std::uint64_t base_address, std::size_t page_size, std::size_t pages,
+                     stream_id on)
+      : base(base_address), page(page_size), max_pages(pages), mapped(pages, false), stream(on) {}
+
   std::uint64_t base = 0;
   std::size_t page = 0;
   std::size_t max_pages = 0;
@@ -307,12 +311,7 @@ class caching_allocator::impl {
     const stream_id stream = runs.front()->stream;
     const std::optional<std::uint64_t> base = backend_.reserve_range(pages * page);
     if (!base) throw_start_does_not_fit(needed);
-    auto es = std::make_unique<expandable_segment>();
-    es->base = *base;
-    es->page = page;
-    es->max_pages = pages;
-    es->mapped.assign(pages, false);
-    es->stream = stream;
+    auto es = std::make_unique<expandable_segment>(*base, page, pages, stream);
     block* prev = nullptr;
     std::size_t cursor = 0;
     const auto unmapped_gap = [&](std::size_t to) {
@@ -839,12 +838,7 @@ class caching_allocator::impl {
     if (pages * page < size) return nullptr;
     const std::optional<std::uint64_t> base = backend_.reserve_range(pages * page);
     if (!base) return nullptr;
-    auto es = std::make_unique<expandable_segment>();
-    es->base = *base;
-    es->page = page;
-    es->max_pages = pages;
-    es->mapped.assign(pages, false);
-    es->stream = stream;
+    auto es = std::make_unique<expandable_segment>(*base, page, pages, stream);
     block* candidate = new_block(stream, es->size(), pool, es->base);
     candidate->mapped = false;
     candidate->expandable = es.get();

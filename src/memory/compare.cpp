@@ -15,6 +15,27 @@
 namespace keel::memory {
 namespace {
 
+// How many segments are only in A, only in B or resized, and the bytes of the first two.
+struct segment_tally {
+  std::size_t only_a = 0, only_b = 0, resized = 0;
+  std::uint64_t bytes_only_a = 0, bytes_only_b = 0;
+};
+segment_tally tally(const std::vector<segment_change>& changes) {
+  segment_tally t;
+  for (const segment_change& s : changes) {
+    if (s.kind == segment_change_kind::only_a) {
+      ++t.only_a;
+      t.bytes_only_a += s.size_a;
+    } else if (s.kind == segment_change_kind::only_b) {
+      ++t.only_b;
+      t.bytes_only_b += s.size_b;
+    } else {
+      ++t.resized;
+    }
+  }
+  return t;
+}
+
 std::uint64_t magnitude(std::int64_t d) {
   return d < 0 ? static_cast<std::uint64_t>(-(d + 1)) + 1 : static_cast<std::uint64_t>(d);
 }
@@ -292,19 +313,7 @@ nlohmann::json to_json(const snapshot_diff& diff, std::size_t top) {
   j["sites"] = {
       {"changed", diff.sites.size()}, {"unchanged", diff.sites_unchanged}, {"rows", site_rows}};
 
-  std::size_t only_a = 0, only_b = 0, resized = 0;
-  std::uint64_t bytes_only_a = 0, bytes_only_b = 0;
-  for (const segment_change& s : diff.segments) {
-    if (s.kind == segment_change_kind::only_a) {
-      ++only_a;
-      bytes_only_a += s.size_a;
-    } else if (s.kind == segment_change_kind::only_b) {
-      ++only_b;
-      bytes_only_b += s.size_b;
-    } else {
-      ++resized;
-    }
-  }
+  const auto [only_a, only_b, resized, bytes_only_a, bytes_only_b] = tally(diff.segments);
   nlohmann::json segment_rows = nlohmann::json::array();
   for (std::size_t i = 0; i < cut(diff.segments.size()); ++i) {
     const segment_change& s = diff.segments[i];
@@ -397,19 +406,7 @@ void write_compare_text(std::ostream& out, const snapshot_diff& diff, std::size_
                        format_size(s.bytes_a), format_size(s.bytes_b), s.count_a, s.count_b);
   }
 
-  std::size_t only_a = 0, only_b = 0, resized = 0;
-  std::uint64_t bytes_only_a = 0, bytes_only_b = 0;
-  for (const segment_change& s : diff.segments) {
-    if (s.kind == segment_change_kind::only_a) {
-      ++only_a;
-      bytes_only_a += s.size_a;
-    } else if (s.kind == segment_change_kind::only_b) {
-      ++only_b;
-      bytes_only_b += s.size_b;
-    } else {
-      ++resized;
-    }
-  }
+  const auto [only_a, only_b, resized, bytes_only_a, bytes_only_b] = tally(diff.segments);
   out << fmt::format("\nsegments: {} only in A ({}), {} only in B ({}), {} resized, {} the same\n",
                      only_a, format_size(bytes_only_a), only_b, format_size(bytes_only_b), resized,
                      diff.segments_same);

@@ -102,36 +102,29 @@ std::string verdict(const oom_explanation& x, std::uint64_t request) {
   switch (*x.kind) {
     case oom_class::not_fragmentation:
       return fmt::format(
-          "This was not fragmentation: {} was live and {} + the {} request is {}, more than the {} "
-          "this "
-          "process could use. No allocator setting can serve it: at least {} of live memory must "
-          "go "
-          "(a smaller batch or sequence, activation checkpointing, offloading, or fewer copies of "
-          "the "
-          "model on this device).",
+          "This was not fragmentation: {} was live and {} + the {} request is {}, more than the "
+          "{} this process could use. No allocator setting can serve it: at least {} of live "
+          "memory must go (a smaller batch or sequence, activation checkpointing, offloading, or "
+          "fewer copies of the model on this device).",
           format_size(x.live), format_size(x.live), format_size(request),
           format_size(x.live + request), format_size(x.budget), format_size(x.must_go));
     case oom_class::pending_frees:
       return fmt::format(
           "Cross-stream frees held the memory: {} of freed blocks still waited for work on other "
-          "streams "
-          "(Tensor.record_stream or a tensor used on a side stream); without them the request "
-          "fits. "
-          "Synchronize those streams, or free such tensors after their last use on the other "
-          "stream.",
+          "streams (Tensor.record_stream or a tensor used on a side stream); without them the "
+          "request fits. Synchronize those streams, or free such tensors after their last use on "
+          "the other stream.",
           format_size(x.pending_free));
     case oom_class::caching:
       return fmt::format(
           "Caching held the memory: {} was cached free in private pools (CUDA graphs, MemPools) "
-          "that "
-          "PyTorch's OOM path does not release; releasing them (delete the graph or pool, then "
-          "torch.cuda.empty_cache()) serves the request.",
+          "that PyTorch's OOM path does not release; releasing them (delete the graph or pool, "
+          "then torch.cuda.empty_cache()) serves the request.",
           format_size(x.private_pool_free));
     case oom_class::fragmentation:
       return fmt::format(
-          "This was fragmentation: {} live + the {} request fit in the {} this process could use, "
-          "but "
-          "the free memory was in pieces.",
+          "This was fragmentation: {} live + the {} request fit in the {} this process could "
+          "use, but the free memory was in pieces.",
           format_size(x.live), format_size(request), format_size(x.budget));
   }
   return {};
@@ -171,25 +164,21 @@ oom_explanation explain_state_only(const snapshot& snap, const trace_model& mode
     x.kind = oom_class::fragmentation;
   }
   std::string text = fmt::format(
-      "Device {}: this snapshot holds the allocator's state and no trace, so the failing request's "
-      "size "
-      "and the driver's free memory are not in it. If it was dumped at an OOM (for example by an "
-      "OOM "
-      "observer's _dump_snapshot): {} was live in {} reserved; {} was free in the cache ({:.1f}% "
-      "of "
-      "reserved), the largest free block {}.",
+      "Device {}: this snapshot holds the allocator's state and no trace, so the failing "
+      "request's size and the driver's free memory are not in it. If it was dumped at an OOM "
+      "(for example by an OOM observer's _dump_snapshot): {} was live in {} reserved; {} was "
+      "free in the cache ({:.1f}% of reserved), the largest free block {}.",
       model.device, format_size(x.live), format_size(x.reserved), format_size(free),
       100.0 * free_share, format_size(largest));
   text += fmt::format(
       " A request larger than {} plus the device's free memory was not fragmentation: no setting "
-      "could "
-      "have served it; one between {} and that bound could have been.",
+      "could have served it; one between {} and that bound could have been.",
       format_size(free), format_size(largest));
   switch (*x.kind) {
     case oom_class::not_fragmentation:
       text +=
-          " With so little free in the cache, this was most likely not fragmentation: less memory "
-          "must be live.";
+          " With so little free in the cache, this was most likely not fragmentation: less "
+          "memory must be live.";
       break;
     case oom_class::caching:
       text += fmt::format(
@@ -204,8 +193,7 @@ oom_explanation explain_state_only(const snapshot& snap, const trace_model& mode
     case oom_class::fragmentation:
       text +=
           " A large share of the reservation was free but in pieces: fragmentation is likely; "
-          "replaying a "
-          "trace recorded up to the OOM would name the settings that serve it.";
+          "replaying a trace recorded up to the OOM would name the settings that serve it.";
       break;
   }
   text += " " + describe(x.large) + " " + describe(x.small);
@@ -266,8 +254,8 @@ oom_explanation explain_oom(const snapshot& snap, const trace_model& model,
                             "Device {}: no OOM; the trace fits in {} with the recorded settings.",
                             model.device, format_size(*capacity))
                       : fmt::format(
-                            "Device {}: the trace records no OOM. Give --capacity to see where it "
-                            "would run out on a smaller device.",
+                            "Device {}: the trace records no OOM. Give --capacity to see where "
+                            "it would run out on a smaller device.",
                             model.device);
     return x;
   }
@@ -295,9 +283,8 @@ oom_explanation explain_oom(const snapshot& snap, const trace_model& model,
 
   const pool_summary& pool = x.request <= (1u << 20) ? x.small : x.large;
   std::string text = fmt::format(
-      "{} on device {} at trace entry {}: the program asked for {}. This process could use {} ({} "
-      "{} and {} "
-      "free on the device); {} was live.",
+      "{} on device {} at trace entry {}: the program asked for {}. This process could use {} "
+      "({} {} and {} free on the device); {} was live.",
       x.recorded ? "Recorded OOM" : fmt::format("OOM on a {} device", format_size(*capacity)),
       model.device, x.entry, format_size(x.request), format_size(x.budget), format_size(x.reserved),
       x.recorded ? "mapped by PyTorch" : "reserved", format_size(x.device_free),

@@ -229,8 +229,8 @@ bool fidelity_report::exact() const noexcept {
 std::string fidelity_report::line() const {
   if (exact()) {
     return fmt::format(
-        "the replay reproduces all {} segment events{} and the recorded peak reserved "
-        "({}) to the byte",
+        "the replay reproduces all {} segment events{} and the recorded peak reserved ({}) to "
+        "the byte",
         recorded_segments,
         recorded_ooms > 0
             ? fmt::format(" and {} OOM{}", recorded_ooms, recorded_ooms == 1 ? "" : "s")

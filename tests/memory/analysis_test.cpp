@@ -11,6 +11,7 @@
 #include "keel/core/bytes.hpp"
 #include "keel/core/error.hpp"
 #include "keel/memory/synth.hpp"
+#include "synth_fixture.hpp"
 
 namespace keel::memory {
 namespace {
@@ -29,16 +30,7 @@ class SharedAnalysis : public ::testing::Test {
   }
 };
 
-snapshot small_training_run() {
-  synth_options o;
-  o.steps = 3;
-  o.layers = 4;
-  o.hidden = 512;
-  o.batch = 4;
-  o.min_seq = 64;
-  o.max_seq = 512;
-  return synthesize(o);
-}
+using test::small_training_run;
 
 // Every saving is the recorded peak minus the candidate's own peak, and each candidate's peak
 // is what a replay of it from the stated start gives.

@@ -14,6 +14,7 @@
 #include "keel/memory/explain.hpp"
 #include "keel/memory/sim_backend.hpp"
 #include "keel/memory/synth.hpp"
+#include "synth_fixture.hpp"
 #include "keel/memory/trace_model.hpp"
 
 namespace keel::memory {
@@ -30,16 +31,7 @@ replay_result run(const trace_model& m, std::string_view conf,
   return replay(m, o);
 }
 
-snapshot small_training_run() {
-  synth_options o;
-  o.steps = 3;
-  o.layers = 4;
-  o.hidden = 512;
-  o.batch = 4;
-  o.min_seq = 64;
-  o.max_seq = 512;
-  return synthesize(o);
-}
+using test::small_training_run;
 
 TEST(Replay, ReproducesASynthesizedRecordingExactly) {
   const snapshot s = small_training_run();
