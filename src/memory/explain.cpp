@@ -64,13 +64,14 @@ std::string sites_text(const callsite_summary& s) {
   return out;
 }
 
-// Which candidates serve the failing request inside the budget.
-void find_settings(oom_explanation& x, const trace_model& model) {
+// Which candidates serve the failing request inside the budget; returns the fidelity line
+// when the recorded settings' replay differs from the recording ("" when it does not).
+std::string find_settings(oom_explanation& x, const trace_model& model) {
   advise_options ao;
   ao.capacity = x.budget;
   ao.modes = {start_mode::window};
   const advice a = advise(model, default_candidates(model.recorded_config, true), ao);
-  if (a.modes.empty()) return;
+  if (a.modes.empty()) return {};
   for (const ranked_result& r : a.modes.front().ranked) {
     // A recorded OOM's request is served when the replay serves it; a capacity's first OOM
     // when the candidate gets past that entry (it may run out later: the line says so).
@@ -83,6 +84,8 @@ void find_settings(oom_explanation& x, const trace_model& model) {
     }
     (serves ? x.would_serve : x.would_not).push_back(std::move(line));
   }
+  const std::optional<fidelity_report> f = a.fidelity();
+  return f && !f->exact() ? f->line() : std::string();
 }
 
 void classify(oom_explanation& x, std::uint64_t request) {
@@ -279,7 +282,7 @@ oom_explanation explain_oom(const snapshot& snap, const trace_model& model,
   x.pending_free = held.pending_bytes;
   x.live_sites = summarize_callsites(held.live, sites);
   classify(x, x.request);
-  find_settings(x, model);
+  const std::string fidelity = find_settings(x, model);
 
   const pool_summary& pool = x.request <= (1u << 20) ? x.small : x.large;
   std::string text = fmt::format(
@@ -313,6 +316,7 @@ oom_explanation explain_oom(const snapshot& snap, const trace_model& model,
   }
   if (!x.live_sites.sites.empty())
     text += " Live memory by call site: " + sites_text(x.live_sites) + ".";
+  if (!fidelity.empty()) text += " Note: " + fidelity + ".";
   x.text = std::move(text);
   return x;
 }
