@@ -42,13 +42,23 @@
 
 namespace keel::memory::pickle {
 
-enum class kind : std::uint8_t { none, boolean, integer, floating, string, bytes, list, tuple, dict };
+enum class kind : std::uint8_t {
+  none,
+  boolean,
+  integer,
+  floating,
+  string,
+  bytes,
+  list,
+  tuple,
+  dict
+};
 
 std::string_view to_string(kind k) noexcept;
 
 struct limits {
-  std::size_t max_depth = 100;                  // nesting levels of containers
-  std::size_t max_elements = std::size_t{1} << 27;  // values plus container slots, in total
+  std::size_t max_depth = 100;                           // nesting levels of containers
+  std::size_t max_elements = std::size_t{1} << 27;       // values plus container slots, in total
   std::size_t max_string_length = std::size_t{1} << 30;  // bytes in one str/bytes value
 };
 
@@ -101,6 +111,9 @@ class document {
  public:
   value root() const { return value(this, root_); }
   std::size_t node_count() const noexcept { return nodes_.size(); }
+  // Container slots filled (list/tuple elements, dict keys and values), shared ones included:
+  // with node_count() the size of the tree as written, what limits::max_elements bounds.
+  std::size_t slot_count() const noexcept { return slots_; }
   const std::string& source() const noexcept { return source_; }
   // True when offsets are positions in JSON text (parse_json), so that errors can be
   // reported as line:column.
@@ -111,13 +124,13 @@ class document {
 
   struct node {
     kind type;
-    bool nested = false;       // already inside a container (frozen)
-    bool big_unsigned = false; // integer holds a uint64 >= 2^63
-    std::uint16_t height = 0;  // containers: 1 + height of the deepest child
-    std::uint32_t count = 0;   // containers: slots used (dict: 2 per pair)
-    std::uint64_t a = 0;       // int bits / double bits / string offset / children begin
-    std::uint64_t b = 0;       // string length / children capacity
-    std::uint64_t offset = 0;  // input byte offset
+    bool nested = false;        // already inside a container (frozen)
+    bool big_unsigned = false;  // integer holds a uint64 >= 2^63
+    std::uint16_t height = 0;   // containers: 1 + height of the deepest child
+    std::uint32_t count = 0;    // containers: slots used (dict: 2 per pair)
+    std::uint64_t a = 0;        // int bits / double bits / string offset / children begin
+    std::uint64_t b = 0;        // string length / children capacity
+    std::uint64_t offset = 0;   // input byte offset
   };
 
  private:
@@ -136,9 +149,9 @@ class document {
   bool text_ = false;
   big_array<node> nodes_;
   big_array<std::uint32_t> children_;
+  std::size_t slots_ = 0;
   std::uint32_t root_ = 0;
 };
-
 
 // Hot accessors, inline: the snapshot reader calls them a few million times per file.
 
@@ -232,7 +245,9 @@ class writer {
   std::vector<open_container> open_;
   struct string_hash {
     using is_transparent = void;
-    std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+    std::size_t operator()(std::string_view s) const noexcept {
+      return std::hash<std::string_view>{}(s);
+    }
   };
   std::unordered_map<std::string, std::uint32_t, string_hash, std::equal_to<>> strings_;
   std::uint32_t memo_next_ = 0;
