@@ -131,7 +131,12 @@ options rank_options(const std::string& transport_name, double timeout_s) {
 // beyond k_max_buffer is refused up front rather than failing as "out of host memory".
 constexpr std::uint64_t k_max_buffer = 16 * k_gib;
 std::size_t buffer_size(const std::string& text, const char* option) {
-  const std::uint64_t bytes = parse_size(text);
+  std::uint64_t bytes = 0;
+  try {
+    bytes = parse_size(text);
+  } catch (const keel::invalid_argument& e) {
+    throw keel::invalid_argument(fmt::format("{}: {}", option, e.what()));
+  }
   if (bytes > k_max_buffer) {
     throw keel::invalid_argument(
         fmt::format("{} {}: larger than {}, the largest buffer keel comm uses", option, text,

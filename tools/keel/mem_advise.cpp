@@ -92,7 +92,12 @@ void run_explain(const explain_args& a) {
 
 std::optional<std::uint64_t> capacity_option(const std::optional<std::string>& text) {
   if (!text) return std::nullopt;
-  const std::uint64_t bytes = parse_size(*text);
+  std::uint64_t bytes = 0;
+  try {
+    bytes = parse_size(*text);
+  } catch (const invalid_argument& e) {
+    throw invalid_argument(fmt::format("--capacity: {}", e.what()));
+  }
   if (bytes == 0) throw invalid_argument("--capacity must be larger than 0");
   return bytes;
 }

@@ -38,6 +38,7 @@
 #include "keel/memory/caching_allocator.hpp"
 #include "keel/memory/host_backend.hpp"
 #include "keel/memory/snapshot.hpp"
+#include "mem_report.hpp"
 
 namespace keel::cli {
 namespace {
@@ -648,8 +649,7 @@ void add_mem_bench_command(CLI::App& mem) {
       "--capacity",
       [o](const std::string& text) {
         // As every `keel mem` command: 0 is an error, the default is the option's absence.
-        const std::uint64_t bytes = parse_size(text);
-        if (bytes == 0) throw invalid_argument("--capacity must be larger than 0");
+        const std::uint64_t bytes = capacity_option(text).value();
         if (bytes > k_max_capacity) {
           throw invalid_argument(
               fmt::format("--capacity {} is larger than {}, the most the host "
