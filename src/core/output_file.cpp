@@ -10,7 +10,6 @@
 #include <atomic>
 #include <cctype>
 #include <cerrno>
-#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -179,17 +178,17 @@ output_file::output_file(std::string path) : impl_(std::make_unique<impl>()) {
         starts_with(m.path, "/proc/")) {
       m.open_in_place(m.path);
     } else {
+      // Follow a chain of symbolic links to the file they name (which may not exist yet):
+      // that file is replaced, the links stay.
       m.target = m.path;
-      struct stat link {};
-      if (::lstat(m.path.c_str(), &link) == 0 && S_ISLNK(link.st_mode)) {
-        if (!exists) {
-          throw io_error(fmt::format("{}: a symbolic link to a file that does not exist", m.path));
-        }
-        char resolved[PATH_MAX];
-        if (::realpath(m.path.c_str(), resolved) == nullptr) {
-          throw io_error(fmt::format("{}: {}", m.path, reason(errno)));
-        }
-        m.target = resolved;
+      for (int hop = 0; hop < 40; ++hop) {
+        struct stat link {};
+        if (::lstat(m.target.c_str(), &link) != 0 || !S_ISLNK(link.st_mode)) break;
+        std::error_code ec;
+        const std::filesystem::path to = std::filesystem::read_symlink(m.target, ec);
+        if (ec) throw io_error(fmt::format("{}: {}", m.path, reason(ec.value())));
+        m.target = to.is_absolute() ? to.string()
+                                    : (std::filesystem::path(m.target).parent_path() / to).string();
       }
       m.open_temporary(exists ? &st : nullptr);
     }

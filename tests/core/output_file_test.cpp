@@ -105,7 +105,11 @@ TEST_F(OutputFile, ASymbolicLinkStaysALink) {
   write_output_file(at("link"), "new");
   EXPECT_TRUE(fs::is_symlink(at("link")));
   EXPECT_EQ(slurp(at("target")), "new");
-  EXPECT_EQ(entries(), 2u);
+  fs::create_symlink("later", at("dangling"));  // relative, to a file not there yet
+  write_output_file(at("dangling"), "made");
+  EXPECT_TRUE(fs::is_symlink(at("dangling")));
+  EXPECT_EQ(slurp(at("later")), "made");
+  EXPECT_EQ(entries(), 4u);
 }
 
 TEST_F(OutputFile, TwoWritersOfOnePathLeaveOneWholeFile) {

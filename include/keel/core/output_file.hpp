@@ -9,7 +9,8 @@
 // while writing) removes its temporary. A path that names something other than a regular
 // file — a character device such as /dev/null or /dev/full, a FIFO, anything under /dev/ or
 // /proc/ (/dev/stdout) — is written in place, as a shell redirection would; "-" is standard
-// output. A symbolic link is followed: the file it points to is replaced, the link stays.
+// output. A symbolic link is followed: the file it points to is replaced (or created), the
+// link stays.
 // Every failure is a keel::io_error naming the path and ending with strerror(errno)
 // ("out.svg: write failed: No space left on device"). One output_file belongs to one thread.
 #pragma once
