@@ -2,13 +2,16 @@
 // measurement, algorithm choice, and the front door of every collective.
 #include "keel/comm/communicator.hpp"
 
+#include <poll.h>
 #include <sched.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -208,14 +211,21 @@ void communicator::impl::connect_all(store& s, const std::string& prefix) {
 
   // 2. Publish how to reach this rank.
   std::uint16_t port = 0;
-  const int listen_fd = net::listen_on("0.0.0.0", 0, port);
+  // A rank reachable at a loopback address only (a single-host job) listens there only.
+  const std::string advertised = advertised_address();
+  bool loopback = false;
+  try {
+    loopback = net::is_loopback(advertised);
+  } catch (const keel::error&) {
+  }
+  const int listen_fd = net::listen_on(loopback ? advertised : "0.0.0.0", 0, port);
   struct closer {
     int fd;
     ~closer() { ::close(fd); }
   } listen_closer{listen_fd};
   const std::string me = host_identity();
   s.set_string(fmt::format("{}/info/{}", prefix, rank_),
-               fmt::format("{}|{}|{}|{}", me, advertised_address(), port, ::getpid()));
+               fmt::format("{}|{}|{}|{}", me, advertised, port, ::getpid()));
   std::vector<std::string> hosts(size_), addrs(size_);
   std::vector<std::uint16_t> ports(size_);
   for (int p = 0; p < size_; ++p) {
@@ -301,24 +311,7 @@ void communicator::impl::connect_all(store& s, const std::string& prefix) {
         pairs_[p][c] = detail::make_tcp_pair(fd, p, opts_.chunk_bytes);
       }
     }
-    for (int i = 0; i < expected; ++i) {
-      const int fd = net::accept_until(listen_fd, deadline);
-      if (fd < 0) {
-        throw timeout_error(fmt::format("bootstrap on rank {}: {} of {} connections from higher "
-                                        "ranks arrived within {} ms",
-                                        rank_, i, expected, opts_.timeout.count()),
-                            "bootstrap", 0, -1);
-      }
-      hello h;
-      if (!net::recv_all(fd, &h, sizeof h, deadline) || h.magic != detail::k_chunk_magic ||
-          h.nonce != nonce || h.rank <= rank_ || h.rank >= size_ || h.channel < 0 ||
-          h.channel >= detail::k_channels || pairs_[h.rank][h.channel]) {
-        ::close(fd);  // a stray connection: not one of ours
-        --i;
-        continue;
-      }
-      pairs_[h.rank][h.channel] = detail::make_tcp_pair(fd, h.rank, opts_.chunk_bytes);
-    }
+    accept_peers(listen_fd, expected, nonce, deadline);
     for (int p = 0; p < size_; ++p) {
       if (transport_of_[p] != transport::tcp) continue;
       for (int c = 0; c < detail::k_channels; ++c) {
@@ -326,6 +319,78 @@ void communicator::impl::connect_all(store& s, const std::string& prefix) {
         ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
         ev.data.u32 = static_cast<std::uint32_t>(p);
         ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, detail::tcp_pair_fd(*pairs_[p][c]), &ev);
+      }
+    }
+  }
+}
+
+// The TCP connections from higher ranks. Connections are read side by side (poll), so a
+// stray one that never sends its hello, or closes, costs nothing but its own slot: at most
+// 64 at once, each dropped after 5 s or a wrong hello (magic, nonce, rank, channel).
+void communicator::impl::accept_peers(int listen_fd, int expected, std::uint64_t nonce,
+                                      steady::time_point deadline) {
+  struct pending {
+    int fd;
+    hello h;
+    std::size_t got;
+    steady::time_point since;
+  };
+  std::vector<pending> waiting;
+  struct closer {
+    std::vector<pending>& w;
+    ~closer() {
+      for (auto& p : w) ::close(p.fd);
+    }
+  } waiting_closer{waiting};
+  net::set_nonblocking(listen_fd);
+  int accepted = 0;
+  std::vector<pollfd> fds;
+  while (accepted < expected) {
+    if (steady::now() >= deadline) {
+      throw timeout_error(fmt::format("bootstrap on rank {}: {} of {} connections from higher "
+                                      "ranks arrived within {} ms",
+                                      rank_, accepted, expected, opts_.timeout.count()),
+                          "bootstrap", 0, -1);
+    }
+    fds.assign(1, pollfd{listen_fd, POLLIN, 0});
+    for (const auto& w : waiting) fds.push_back({w.fd, POLLIN, 0});
+    if (::poll(fds.data(), fds.size(), net::ms_until(deadline, 100)) < 0 && errno != EINTR) {
+      throw keel::backend_error(fmt::format("bootstrap: poll: {}", std::strerror(errno)));
+    }
+    const auto now = steady::now();
+    if (fds[0].revents & POLLIN) {
+      while (true) {
+        const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
+        if (fd < 0) break;  // EAGAIN, or a transient error: poll again
+        if (waiting.size() >= 64) {
+          ::close(fd);
+          continue;
+        }
+        net::set_nodelay(fd);
+        waiting.push_back({fd, hello{}, 0, now});
+      }
+    }
+    for (std::size_t i = waiting.size(); i-- > 0;) {
+      pending& w = waiting[i];
+      const ssize_t r =
+          ::recv(w.fd, reinterpret_cast<char*>(&w.h) + w.got, sizeof w.h - w.got, MSG_DONTWAIT);
+      if (r > 0) w.got += static_cast<std::size_t>(r);
+      const bool gone =
+          r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+      bool ours = false;
+      if (!gone && w.got == sizeof w.h) {
+        const hello& h = w.h;
+        ours = h.magic == detail::k_chunk_magic && h.nonce == nonce && h.rank > rank_ &&
+               h.rank < size_ && h.channel >= 0 && h.channel < detail::k_channels &&
+               !pairs_[h.rank][h.channel];
+        if (ours) {
+          pairs_[h.rank][h.channel] = detail::make_tcp_pair(w.fd, h.rank, opts_.chunk_bytes);
+          ++accepted;
+        }
+      }
+      if (ours || gone || w.got == sizeof w.h || now - w.since > std::chrono::seconds(5)) {
+        if (!ours) ::close(w.fd);  // a stray connection: not one of ours
+        waiting.erase(waiting.begin() + static_cast<std::ptrdiff_t>(i));
       }
     }
   }

@@ -79,8 +79,26 @@ std::string environment_of(pid_t pid, const std::string& name) {
   return "";
 }
 
-// Starts `keel ARGS` in a process group of its own, output to `out`.
-pid_t start_keel(const std::vector<std::string>& args, const std::string& out) {
+// Whether some socket of this network namespace listens on TCP `port` (/proc/net/tcp).
+bool listening_on(int port) {
+  std::istringstream table(read_file("/proc/net/tcp"));
+  std::string line;
+  std::getline(table, line);  // the header
+  while (std::getline(table, line)) {
+    std::istringstream fields(line);
+    std::string slot, local, remote, state;
+    fields >> slot >> local >> remote >> state;
+    const auto colon = local.find(':');
+    if (colon == std::string::npos) continue;
+    if (std::stoi(local.substr(colon + 1), nullptr, 16) == port && state == "0A") return true;
+  }
+  return false;
+}
+
+// Starts `keel ARGS` in a process group of its own, output to `out`, with `extra_env` added
+// to this process's environment.
+pid_t start_keel(const std::vector<std::string>& args, const std::string& out,
+                 const std::vector<std::string>& extra_env = {}) {
   std::vector<std::string> argv{KEEL_CLI_PATH};
   argv.insert(argv.end(), args.begin(), args.end());
   std::vector<char*> cargs;
@@ -95,8 +113,13 @@ pid_t start_keel(const std::vector<std::string>& args, const std::string& out) {
   posix_spawnattr_init(&attr);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
   posix_spawnattr_setpgroup(&attr, 0);
+  std::vector<std::string> env_strings = extra_env;
+  for (char** e = environ; *e; ++e) env_strings.emplace_back(*e);
+  std::vector<char*> envp;
+  for (auto& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
   pid_t pid = -1;
-  if (::posix_spawn(&pid, cargs[0], &actions, &attr, cargs.data(), environ) != 0) pid = -1;
+  if (::posix_spawn(&pid, cargs[0], &actions, &attr, cargs.data(), envp.data()) != 0) pid = -1;
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   return pid;
@@ -107,19 +130,21 @@ struct kill_result {
   double seconds_until_gone = -1;  // -1: some rank still ran after the limit
   std::vector<std::string> leftover_segments;
   std::string output;
+  bool store_listening = false;  // rank 0's MASTER_PORT, once ready
 };
 
 // Starts a launcher, waits until `ready(output)` and its `ranks` children run, kill -9's the
 // launcher alone and times how long its ranks outlive it.
 kill_result kill_nine_the_launcher(const std::vector<std::string>& args, std::size_t ranks,
-                                   const std::function<bool(const std::string&)>& ready) {
+                                   const std::function<bool(const std::string&)>& ready,
+                                   const std::vector<std::string>& extra_env = {}) {
   kill_result result;
   const auto dir =
       std::filesystem::temp_directory_path() /
       fmt::format("keel-comm-kill9-{}-{}", ::getpid(), steady::now().time_since_epoch().count());
   std::filesystem::create_directories(dir);
   const std::string out = (dir / "out.log").string();
-  const pid_t launcher = start_keel(args, out);
+  const pid_t launcher = start_keel(args, out, extra_env);
   EXPECT_GT(launcher, 0);
   if (launcher <= 0) return result;
   std::vector<pid_t> pids;
@@ -131,6 +156,8 @@ kill_result kill_nine_the_launcher(const std::vector<std::string>& args, std::si
   }
   result.ranks = pids.size();
   const std::string job = pids.empty() ? std::string() : environment_of(pids[0], "KEEL_COMM_JOB");
+  const std::string port = pids.empty() ? std::string() : environment_of(pids[0], "MASTER_PORT");
+  result.store_listening = !port.empty() && listening_on(std::stoi(port));
   ::kill(launcher, SIGKILL);
   const auto killed = steady::now();
   int status = 0;
@@ -240,6 +267,22 @@ TEST(CommLauncher, KillNineOfBenchTakesItsRanksAlongAndLeavesNoSegments) {
   std::string left;
   for (const auto& name : r.leftover_segments) left += name + " ";
   EXPECT_TRUE(r.leftover_segments.empty()) << left;
+  EXPECT_FALSE(r.store_listening) << "rank 0's store still listens after bootstrap";
+}
+
+TEST(CommLauncher, StoreListensAfterBootstrapOnlyWhenKept) {
+  const std::vector<std::string> bench{"comm", "bench", "-N",   "2",  "--bind",    "none", "-b",
+                                       "8",    "-e",    "4096", "-f", "1.01",      "-n",   "2000",
+                                       "-w",   "0",     "-c",   "0",  "--timeout", "60"};
+  const auto row = [](const std::string& out) {
+    return out.find("   float     sum") != std::string::npos;
+  };
+  const auto kept = kill_nine_the_launcher(bench, 2, row, {"KEEL_STORE_KEEP=1"});
+  ASSERT_EQ(kept.ranks, 2u) << kept.output;
+  EXPECT_TRUE(kept.store_listening);
+  const auto closed = kill_nine_the_launcher(bench, 2, row);
+  ASSERT_EQ(closed.ranks, 2u) << closed.output;
+  EXPECT_FALSE(closed.store_listening);
 }
 
 }  // namespace
