@@ -128,11 +128,13 @@ class builder {
     if (n == 0) return;
     auto& t = doc_.nodes_[target];
     if (t.nested)
-      fail("a {} is modified after it was put inside another container (recursive "
-           "structures are not supported)",
-           to_string(t.type));
+      fail(
+          "a {} is modified after it was put inside another container (recursive "
+          "structures are not supported)",
+          to_string(t.type));
     placed_ += n;
-    if (placed_ > lim_.max_elements) fail("more than {} container slots (limit)", lim_.max_elements);
+    if (placed_ > lim_.max_elements)
+      fail("more than {} container slots (limit)", lim_.max_elements);
     std::uint32_t height = t.height;
     for (std::size_t i = 0; i < n; ++i) {
       const std::uint32_t c = items[i];
@@ -318,7 +320,9 @@ bool valid_utf8(const unsigned char* s, std::size_t n) {
 class pickle_reader {
  public:
   pickle_reader(document& doc, const limits& lim, std::size_t size)
-      : doc_(doc), b_(doc, lim), p_(reinterpret_cast<const unsigned char*>(doc.data_.data())),
+      : doc_(doc),
+        b_(doc, lim),
+        p_(reinterpret_cast<const unsigned char*>(doc.data_.data())),
         n_(size) {}
 
   std::uint32_t run() {
@@ -334,12 +338,14 @@ class pickle_reader {
         }
         case 0x95: {  // FRAME: only a length prefix; frames impose no structure here
           const std::uint64_t len = le(8);
-          if (len > n_ - pos_) fail("FRAME of {} bytes is longer than the {} that remain", len, n_ - pos_);
+          if (len > n_ - pos_)
+            fail("FRAME of {} bytes is longer than the {} that remain", len, n_ - pos_);
           break;
         }
         case '.': {  // STOP
           if (!marks_.empty()) fail("STOP with an open MARK");
-          if (stack_.size() != 1) fail("STOP with {} values on the stack (expected 1)", stack_.size());
+          if (stack_.size() != 1)
+            fail("STOP with {} values on the stack (expected 1)", stack_.size());
           return stack_.back();
         }
         case '(': marks_.push_back(stack_.size()); break;
@@ -370,9 +376,9 @@ class pickle_reader {
         }
         case 'K': push(b_.add_int(u8(), false, op_)); break;
         case 'M': push(b_.add_int(le(2), false, op_)); break;
-        case 0x8a: long_int(u8()); break;    // LONG1
+        case 0x8a: long_int(u8()); break;       // LONG1
         case 0x8b: long_int(length(4)); break;  // LONG4
-        case 'G': {  // BINFLOAT, big endian
+        case 'G': {                             // BINFLOAT, big endian
           need(8);
           std::uint64_t bits = 0;
           for (int i = 0; i < 8; ++i) bits = (bits << 8) | p_[pos_ + i];
@@ -381,15 +387,15 @@ class pickle_reader {
           break;
         }
 
-        case 'X': str(kind::string, length(4)); break;     // BINUNICODE
-        case 0x8c: str(kind::string, u8()); break;         // SHORT_BINUNICODE
-        case 0x8d: str(kind::string, length(8)); break;    // BINUNICODE8
-        case 'T': str(kind::string, length(4)); break;     // BINSTRING (Python 2 str)
-        case 'U': str(kind::string, u8()); break;          // SHORT_BINSTRING
-        case 'B': str(kind::bytes, length(4)); break;      // BINBYTES
-        case 'C': str(kind::bytes, u8()); break;           // SHORT_BINBYTES
-        case 0x8e: str(kind::bytes, length(8)); break;     // BINBYTES8
-        case 0x96: str(kind::bytes, length(8)); break;     // BYTEARRAY8
+        case 'X': str(kind::string, length(4)); break;   // BINUNICODE
+        case 0x8c: str(kind::string, u8()); break;       // SHORT_BINUNICODE
+        case 0x8d: str(kind::string, length(8)); break;  // BINUNICODE8
+        case 'T': str(kind::string, length(4)); break;   // BINSTRING (Python 2 str)
+        case 'U': str(kind::string, u8()); break;        // SHORT_BINSTRING
+        case 'B': str(kind::bytes, length(4)); break;    // BINBYTES
+        case 'C': str(kind::bytes, u8()); break;         // SHORT_BINBYTES
+        case 0x8e: str(kind::bytes, length(8)); break;   // BINBYTES8
+        case 0x96: str(kind::bytes, length(8)); break;   // BYTEARRAY8
 
         case ']': push(b_.add(kind::list, op_)); break;
         case '}': push(b_.add(kind::dict, op_)); break;
@@ -439,23 +445,44 @@ class pickle_reader {
           break;
         }
 
-        case 0x94: memo_put(memo_.size()); break;      // MEMOIZE
-        case 'q': memo_put(u8()); break;               // BINPUT
-        case 'r': memo_put(le(4)); break;              // LONG_BINPUT
-        case 'h': memo_get(u8()); break;               // BINGET
-        case 'j': memo_get(le(4)); break;              // LONG_BINGET
+        case 0x94: memo_put(memo_.size()); break;  // MEMOIZE
+        case 'q': memo_put(u8()); break;           // BINPUT
+        case 'r': memo_put(le(4)); break;          // LONG_BINPUT
+        case 'h': memo_get(u8()); break;           // BINGET
+        case 'j': memo_get(le(4)); break;          // LONG_BINGET
 
-        case 'c': case 0x93: case 'R': case 'b': case 'i': case 'o': case 0x81: case 0x92:
-        case 0x82: case 0x83: case 0x84: case 'P': case 'Q':
-          fail("refused opcode {} (0x{:02x}): it names or constructs a Python object, and a "
-               "snapshot holds only plain data",
-               opcode_name(op), op);
-        case 0x8f: case 0x90: case 0x91: case 0x97: case 0x98:
-        case 'F': case 'I': case 'L': case 'S': case 'V': case 'g': case 'p':
+        case 'c':
+        case 0x93:
+        case 'R':
+        case 'b':
+        case 'i':
+        case 'o':
+        case 0x81:
+        case 0x92:
+        case 0x82:
+        case 0x83:
+        case 0x84:
+        case 'P':
+        case 'Q':
+          fail(
+              "refused opcode {} (0x{:02x}): it names or constructs a Python object, and a "
+              "snapshot holds only plain data",
+              opcode_name(op), op);
+        case 0x8f:
+        case 0x90:
+        case 0x91:
+        case 0x97:
+        case 0x98:
+        case 'F':
+        case 'I':
+        case 'L':
+        case 'S':
+        case 'V':
+        case 'g':
+        case 'p':
           fail("unsupported opcode {} (0x{:02x}): only protocol 2-5 plain-data opcodes are read",
                opcode_name(op), op);
-        default:
-          fail("unknown opcode 0x{:02x}", op);
+        default: fail("unknown opcode 0x{:02x}", op);
       }
     }
   }
@@ -506,7 +533,8 @@ class pickle_reader {
   }
   std::uint32_t target(kind k) { return target_at(stack_.size() - 1, k); }
   std::uint32_t target_at(std::size_t i, kind k) {
-    if (i < floor() || i >= stack_.size()) fail("{} without a {} below", opcode_name(p_[op_]), to_string(k));
+    if (i < floor() || i >= stack_.size())
+      fail("{} without a {} below", opcode_name(p_[op_]), to_string(k));
     const std::uint32_t t = stack_[i];
     if (b_.type(t) != k)
       fail("{} applied to a {} (only {} is supported)", opcode_name(p_[op_]), to_string(b_.type(t)),
@@ -534,7 +562,8 @@ class pickle_reader {
   }
   void str(kind k, std::uint64_t len) {
     need(len);
-    if (k == kind::string && !valid_utf8(p_ + pos_, len)) fail("{} is not valid UTF-8", opcode_name(p_[op_]));
+    if (k == kind::string && !valid_utf8(p_ + pos_, len))
+      fail("{} is not valid UTF-8", opcode_name(p_[op_]));
     push(b_.add_string(k, op_, pos_, len));
     pos_ += len;
   }
@@ -617,7 +646,6 @@ document parse(std::span<const std::byte> bytes, std::string_view source, const 
 
 namespace detail {
 
-
 class json_reader {
  public:
   json_reader(document& doc, const limits& lim, std::string_view text)
@@ -657,7 +685,8 @@ class json_reader {
       const char c = s_[pos_];
       if (c == '{' || c == '[') {
         const bool obj = c == '{';
-        if (open.size() + 1 > lim_.max_depth) fail("nesting deeper than {} levels (limit)", lim_.max_depth);
+        if (open.size() + 1 > lim_.max_depth)
+          fail("nesting deeper than {} levels (limit)", lim_.max_depth);
         open.push_back({b_.add(obj ? kind::dict : kind::list, pos_), items_.size(), obj});
         ++pos_;
         skip_ws();
@@ -817,7 +846,8 @@ class json_reader {
         default: fail_at(pos_ - 2, fmt::format("invalid escape '\\{}'", e));
       }
       if (doc_.data_.size() - begin > lim_.max_string_length)
-        fail_at(start, fmt::format("a string longer than the limit of {} bytes", lim_.max_string_length));
+        fail_at(start,
+                fmt::format("a string longer than the limit of {} bytes", lim_.max_string_length));
     }
     if (!valid_utf8(reinterpret_cast<const unsigned char*>(doc_.data_.data()) + begin,
                     doc_.data_.size() - begin))
@@ -831,10 +861,14 @@ class json_reader {
     for (int i = 0; i < 4; ++i) {
       const char h = s_[pos_++];
       v <<= 4;
-      if (h >= '0' && h <= '9') v |= static_cast<std::uint32_t>(h - '0');
-      else if (h >= 'a' && h <= 'f') v |= static_cast<std::uint32_t>(h - 'a' + 10);
-      else if (h >= 'A' && h <= 'F') v |= static_cast<std::uint32_t>(h - 'A' + 10);
-      else fail_at(pos_ - 1, "invalid hex digit in a \\u escape");
+      if (h >= '0' && h <= '9')
+        v |= static_cast<std::uint32_t>(h - '0');
+      else if (h >= 'a' && h <= 'f')
+        v |= static_cast<std::uint32_t>(h - 'a' + 10);
+      else if (h >= 'A' && h <= 'F')
+        v |= static_cast<std::uint32_t>(h - 'A' + 10);
+      else
+        fail_at(pos_ - 1, "invalid hex digit in a \\u escape");
     }
     return v;
   }
@@ -890,6 +924,107 @@ document parse_json(std::string_view text, std::string_view source, const limits
 }
 
 // ---------------------------------------------------------------------------------------
+// document_builder
+
+struct document_builder::state {
+  state(std::string_view source, const limits& l) : lim(l), b(doc, lim) {
+    doc.source_ = std::string(source);
+    doc.built_ = true;
+  }
+  document doc;
+  limits lim;
+  detail::builder b;
+};
+
+document_builder::document_builder(std::string_view source, const limits& lim)
+    : state_(std::make_unique<state>(source, lim)) {}
+document_builder::~document_builder() = default;
+
+namespace {
+template <class F>
+document_builder::node building(const document& doc, F f) {
+  try {
+    return f();
+  } catch (const detail::builder::failure& e) {
+    throw parse_error::in_object(doc.source(), e.message);
+  }
+}
+}  // namespace
+
+void document_builder::reserve(std::size_t values, std::size_t slots) {
+  state_->doc.nodes_.reserve(std::min(values, state_->lim.max_elements));
+  state_->doc.children_.reserve(std::min(slots, state_->lim.max_elements));
+}
+
+document_builder::node document_builder::none() {
+  return building(state_->doc, [&] { return state_->b.add(kind::none, state_->doc.node_count()); });
+}
+document_builder::node document_builder::boolean(bool v) {
+  return building(state_->doc, [&] {
+    return state_->b.add(kind::boolean, state_->doc.node_count(), v ? 1 : 0);
+  });
+}
+document_builder::node document_builder::integer(std::int64_t v) {
+  return building(state_->doc, [&] {
+    return state_->b.add_int(static_cast<std::uint64_t>(v), false, state_->doc.node_count());
+  });
+}
+document_builder::node document_builder::unsigned_integer(std::uint64_t v) {
+  return building(state_->doc,
+                  [&] { return state_->b.add_int(v, v >> 63 != 0, state_->doc.node_count()); });
+}
+document_builder::node document_builder::floating(double v) {
+  return building(state_->doc, [&] {
+    std::uint64_t bits;
+    std::memcpy(&bits, &v, sizeof bits);
+    return state_->b.add(kind::floating, state_->doc.node_count(), bits);
+  });
+}
+document_builder::node document_builder::string(std::string_view v) {
+  return building(state_->doc, [&] {
+    const std::uint64_t at = state_->doc.data_.size();
+    const node n = state_->b.add_string(kind::string, state_->doc.node_count(), at, v.size());
+    state_->doc.data_.append(v);
+    return n;
+  });
+}
+document_builder::node document_builder::bytes(std::string_view v) {
+  return building(state_->doc, [&] {
+    const std::uint64_t at = state_->doc.data_.size();
+    const node n = state_->b.add_string(kind::bytes, state_->doc.node_count(), at, v.size());
+    state_->doc.data_.append(v);
+    return n;
+  });
+}
+document_builder::node document_builder::list(std::span<const node> items) {
+  return building(state_->doc, [&] {
+    return state_->b.make(kind::list, state_->doc.node_count(), items.data(), items.size());
+  });
+}
+document_builder::node document_builder::tuple(std::span<const node> items) {
+  return building(state_->doc, [&] {
+    return state_->b.make(kind::tuple, state_->doc.node_count(), items.data(), items.size());
+  });
+}
+document_builder::node document_builder::dict(std::span<const node> keys_and_values) {
+  if (keys_and_values.size() % 2 != 0)
+    throw invalid_argument("document_builder::dict: an odd number of keys and values");
+  return building(state_->doc, [&] {
+    return state_->b.make(kind::dict, state_->doc.node_count(), keys_and_values.data(),
+                          keys_and_values.size());
+  });
+}
+
+document document_builder::finish(node root) {
+  if (root >= state_->doc.node_count())
+    throw invalid_argument("document_builder::finish: no such value");
+  state_->doc.root_ = root;
+  document out = std::move(state_->doc);
+  state_ = std::make_unique<state>(out.source(), state_->lim);
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------
 // writer
 
 namespace {
@@ -897,9 +1032,9 @@ constexpr std::uint8_t k_mark = '(', k_stop = '.', k_none = 'N', k_true = 0x88, 
                        k_binint = 'J', k_binint1 = 'K', k_binint2 = 'M', k_long1 = 0x8a,
                        k_binfloat = 'G', k_short_binunicode = 0x8c, k_binunicode = 'X',
                        k_binunicode8 = 0x8d, k_short_binbytes = 'C', k_binbytes = 'B',
-                       k_binbytes8 = 0x8e, k_empty_list = ']', k_appends = 'e',
-                       k_empty_dict = '}', k_setitems = 'u', k_tuple = 't', k_memoize = 0x94,
-                       k_binget = 'h', k_long_binget = 'j', k_proto = 0x80;
+                       k_binbytes8 = 0x8e, k_empty_list = ']', k_appends = 'e', k_empty_dict = '}',
+                       k_setitems = 'u', k_tuple = 't', k_memoize = 0x94, k_binget = 'h',
+                       k_long_binget = 'j', k_proto = 0x80;
 constexpr std::size_t k_batch = 1000;  // items per APPENDS/SETITEMS, as CPython writes
 }  // namespace
 
@@ -1049,7 +1184,8 @@ void writer::end_list() {
 }
 void writer::end_dict() {
   if (open_.empty() || open_.back().type != kind::dict || open_.back().batch % 2)
-    throw keel::invalid_argument("pickle writer: end_dict without begin_dict or with a key and no value");
+    throw keel::invalid_argument(
+        "pickle writer: end_dict without begin_dict or with a key and no value");
   put_op(k_setitems);
   open_.pop_back();
   item_done();
@@ -1082,7 +1218,8 @@ void writer::put_get(std::uint32_t memo_index) {
 }
 void writer::finish() {
   if (!open_.empty() || top_level_ != 1)
-    throw keel::invalid_argument("pickle writer: finish() needs exactly one complete top-level value");
+    throw keel::invalid_argument(
+        "pickle writer: finish() needs exactly one complete top-level value");
   put_op(k_stop);
 }
 

@@ -30,6 +30,7 @@
 #include <cstring>
 #include <functional>
 #include <iosfwd>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -42,13 +43,23 @@
 
 namespace keel::memory::pickle {
 
-enum class kind : std::uint8_t { none, boolean, integer, floating, string, bytes, list, tuple, dict };
+enum class kind : std::uint8_t {
+  none,
+  boolean,
+  integer,
+  floating,
+  string,
+  bytes,
+  list,
+  tuple,
+  dict
+};
 
 std::string_view to_string(kind k) noexcept;
 
 struct limits {
-  std::size_t max_depth = 100;                  // nesting levels of containers
-  std::size_t max_elements = std::size_t{1} << 27;  // values plus container slots, in total
+  std::size_t max_depth = 100;                           // nesting levels of containers
+  std::size_t max_elements = std::size_t{1} << 27;       // values plus container slots, in total
   std::size_t max_string_length = std::size_t{1} << 30;  // bytes in one str/bytes value
 };
 
@@ -105,19 +116,21 @@ class document {
   // True when offsets are positions in JSON text (parse_json), so that errors can be
   // reported as line:column.
   bool is_text() const noexcept { return text_; }
+  // True when a program built it (document_builder): offsets are value numbers, not bytes.
+  bool is_built() const noexcept { return built_; }
   // The error "source:line:column: message" for a byte offset in the JSON text this document
   // was read from.
   parse_error text_error(std::uint64_t offset, const std::string& message) const;
 
   struct node {
     kind type;
-    bool nested = false;       // already inside a container (frozen)
-    bool big_unsigned = false; // integer holds a uint64 >= 2^63
-    std::uint16_t height = 0;  // containers: 1 + height of the deepest child
-    std::uint32_t count = 0;   // containers: slots used (dict: 2 per pair)
-    std::uint64_t a = 0;       // int bits / double bits / string offset / children begin
-    std::uint64_t b = 0;       // string length / children capacity
-    std::uint64_t offset = 0;  // input byte offset
+    bool nested = false;        // already inside a container (frozen)
+    bool big_unsigned = false;  // integer holds a uint64 >= 2^63
+    std::uint16_t height = 0;   // containers: 1 + height of the deepest child
+    std::uint32_t count = 0;    // containers: slots used (dict: 2 per pair)
+    std::uint64_t a = 0;        // int bits / double bits / string offset / children begin
+    std::uint64_t b = 0;        // string length / children capacity
+    std::uint64_t offset = 0;   // input byte offset
   };
 
  private:
@@ -127,6 +140,7 @@ class document {
   friend class detail::json_reader;
   friend document parse(std::span<const std::byte>, std::string_view, const limits&);
   friend document parse_json(std::string_view, std::string_view, const limits&);
+  friend class document_builder;
   std::string source_;
   template <class T>
   using big_array = std::vector<T, memory::detail::huge_page_allocator<T>>;
@@ -134,11 +148,11 @@ class document {
       data_;  // the input (pickle) or decoded strings (JSON)
   std::string text_copy_;
   bool text_ = false;
+  bool built_ = false;
   big_array<node> nodes_;
   big_array<std::uint32_t> children_;
   std::uint32_t root_ = 0;
 };
-
 
 // Hot accessors, inline: the snapshot reader calls them a few million times per file.
 
@@ -188,6 +202,41 @@ document parse(std::span<const std::byte> bytes, std::string_view source, const 
 // ("source:line:column: message").
 document parse_json(std::string_view text, std::string_view source, const limits& lim = {});
 
+// Builds a document from values a program already holds (the Python package converts the dict
+// torch.cuda.memory._snapshot() returns with it, without a pickle in between). Values are added
+// bottom-up and named by the node number returned; a node may be placed in several containers
+// (shared, as the memo shares) but a container never inside itself. The limits apply as in
+// parse(); a failure throws keel::parse_error ("source: value N: message"). One use: finish()
+// hands the document out and leaves the builder empty.
+class document_builder {
+ public:
+  using node = std::uint32_t;
+  explicit document_builder(std::string_view source, const limits& lim = {});
+  ~document_builder();
+  document_builder(const document_builder&) = delete;
+  document_builder& operator=(const document_builder&) = delete;
+
+  // Room for `values` values and `slots` container slots, so a large document grows once.
+  void reserve(std::size_t values, std::size_t slots);
+
+  node none();
+  node boolean(bool v);
+  node integer(std::int64_t v);
+  node unsigned_integer(std::uint64_t v);  // any value; >= 2^63 is kept as a big unsigned
+  node floating(double v);
+  node string(std::string_view v);
+  node bytes(std::string_view v);
+  node list(std::span<const node> items);
+  node tuple(std::span<const node> items);
+  node dict(std::span<const node> keys_and_values);  // key, value, key, value, ...
+
+  document finish(node root);
+
+ private:
+  struct state;
+  std::unique_ptr<state> state_;
+};
+
 // Streams a protocol-4 pickle. Call the value functions in pre-order; begin_* / end_* bracket
 // containers (dict contents alternate key, value). finish() writes STOP; the writer checks
 // that containers are balanced and that exactly one top-level value was written.
@@ -232,7 +281,9 @@ class writer {
   std::vector<open_container> open_;
   struct string_hash {
     using is_transparent = void;
-    std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+    std::size_t operator()(std::string_view s) const noexcept {
+      return std::hash<std::string_view>{}(s);
+    }
   };
   std::unordered_map<std::string, std::uint32_t, string_hash, std::equal_to<>> strings_;
   std::uint32_t memo_next_ = 0;
