@@ -64,7 +64,15 @@ def test_pip_install_into_a_venv(tmp_path):
     # Debian's pip (system site packages) installs into the venv; the build reuses this build tree.
     env = dict(os.environ, KEEL_CMAKE_BUILD_DIR=str(build), PIP_NO_INDEX="1", PIP_DISABLE_PIP_VERSION_CHECK="1")
     env.pop("PYTHONPATH", None)
-    r = subprocess.run([str(py), "-m", "pip", "install", "--no-build-isolation", "--no-deps", "-q", str(SOURCE)],
+    # What setup.py reads, copied so that pip's in-tree build files stay out of the repository
+    # (with KEEL_CMAKE_BUILD_DIR the CMake sources are not read again).
+    src = tmp_path / "src"
+    (src / "python").mkdir(parents=True)
+    for name in ("pyproject.toml", "setup.py", "README.md"):
+        shutil.copy2(SOURCE / name, src / name)
+    shutil.copytree(SOURCE / "python" / "keel", src / "python" / "keel",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    r = subprocess.run([str(py), "-m", "pip", "install", "--no-build-isolation", "--no-deps", "-q", str(src)],
                        capture_output=True, text=True, env=env, cwd=tmp_path)
     assert r.returncode == 0, r.stdout + r.stderr
     r = subprocess.run([str(py), "-c", "import keel; print(keel.__file__, keel.__version__)"],
