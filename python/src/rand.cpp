@@ -123,16 +123,21 @@ void register_rand(py::module_& m) {
                     const std::string&, std::uint32_t, unsigned>(),
            py::arg("type") = "philox4_32_10", py::arg("seed") = py::none(), py::arg("offset") = 0,
            py::arg("ordering") = "default", py::arg("dimensions") = 1, py::arg("threads") = 0)
-      .def("raw", &py_generator::raw, py::arg("n") = py::none(), py::arg("out") = py::none())
+      .def("raw", &py_generator::raw, py::arg("n") = py::none(), py::arg("out") = py::none(),
+           "n uint32 words (curandGenerate), or fill out.")
       .def("uniform", &py_generator::uniform, py::arg("n") = py::none(),
-           py::arg("dtype") = "float32", py::arg("out") = py::none())
+           py::arg("dtype") = "float32", py::arg("out") = py::none(),
+           "n values in (0, 1] (curandGenerateUniform[Double]): float32 or float64.")
       .def("normal", &py_generator::normal, py::arg("n") = py::none(), py::arg("mean") = 0.0,
-           py::arg("stddev") = 1.0, py::arg("dtype") = "float32", py::arg("out") = py::none())
+           py::arg("stddev") = 1.0, py::arg("dtype") = "float32", py::arg("out") = py::none(),
+           "n normal values (curandGenerateNormal[Double]); n even for most generators, as in "
+           "cuRAND.")
       .def("log_normal", &py_generator::log_normal, py::arg("n") = py::none(),
            py::arg("mean") = 0.0, py::arg("stddev") = 1.0, py::arg("dtype") = "float32",
-           py::arg("out") = py::none())
+           py::arg("out") = py::none(), "n log-normal values (curandGenerateLogNormal[Double]).")
       .def("poisson", &py_generator::poisson, py::arg("n") = py::none(), py::arg("lam") = 1.0,
-           py::arg("out") = py::none())
+           py::arg("out") = py::none(),
+           "n uint32 Poisson values of mean lam (curandGeneratePoisson).")
       .def_property_readonly("type", &py_generator::name);
   m.def("simd_level", &kr::simd_level, "The SIMD level of the fast paths: avx512, avx2 or scalar.");
 }
