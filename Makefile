@@ -6,7 +6,7 @@ BUILD_DIR := build/$(PRESET)
 KEEL := $(BUILD_DIR)/tools/keel/keel
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps configure build run test test-debug test-tsan bench lint format clean
+.PHONY: all deps configure build run test test-debug test-tsan hostile bench lint format clean
 
 all: build
 
@@ -30,6 +30,12 @@ test-debug:
 
 test-tsan:
 	$(MAKE) test PRESET=tsan
+
+# The hostile sweep (tests/hostile) alone: only the CLI is built, e.g. `make hostile
+# PRESET=debug` runs it under ASan+UBSan without building every test of that preset.
+hostile: configure
+	cmake --build --preset $(PRESET) -j $(JOBS) --target keel
+	ctest --preset $(PRESET) -L hostile
 
 lint: configure
 	bash scripts/lint.sh $(BUILD_DIR)

@@ -70,12 +70,14 @@ class communicator::impl {
   std::vector<queue_state> run_queues_;
   // (collective, requested, bytes) -> algorithm: decisions made (and logged) so far.
   std::unordered_map<std::uint64_t, algorithm> decided_;
-  int spin_us_ = 100000;  // busy-poll this long when idle (0 when oversubscribed)
-  int yield_us_ = 0;    // then sched_yield() this long, then sleep on futex / epoll
+  int spin_us_ = 100000;     // busy-poll this long when idle (0 when oversubscribed)
+  int yield_us_ = 0;         // then sched_yield() this long, then sleep on futex / epoll
   bool spin_yields_ = true;  // sched_yield() now and then while spinning (not pinned)
 
  private:
   void connect_all(store& s, const std::string& prefix);
+  void accept_peers(int listen_fd, int expected, std::uint64_t nonce,
+                    std::chrono::steady_clock::time_point deadline);
   void tune(store& s, const std::string& prefix);
   [[noreturn]] void fail(const call_info& call, std::exception_ptr cause);
   void abort_all(int culprit, const std::string& reason) noexcept;

@@ -2,13 +2,17 @@
 // measurement, algorithm choice, and the front door of every collective.
 #include "keel/comm/communicator.hpp"
 
-#include <sys/epoll.h>
+#include <poll.h>
 #include <sched.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -16,6 +20,7 @@
 #include <random>
 #include <sstream>
 #include <thread>
+#include <type_traits>
 
 #include "algorithms.hpp"
 #include "comm_impl.hpp"
@@ -66,6 +71,26 @@ std::vector<std::string> split(const std::string& text, char sep) {
   return parts;
 }
 
+// A value another rank published in the store, parsed whole (std::from_chars, no
+// std::stoi surprises); `what` names it in the error.
+template <class T>
+T parse_published(const std::string& text, const char* what, int rank, int base = 10) {
+  T value{};
+  std::from_chars_result r;
+  if constexpr (std::is_floating_point_v<T>) {
+    r = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (r.ec == std::errc() && !std::isfinite(value)) r.ec = std::errc::result_out_of_range;
+  } else {
+    r = std::from_chars(text.data(), text.data() + text.size(), value, base);
+  }
+  if (text.empty() || r.ec != std::errc() || r.ptr != text.data() + text.size()) {
+    throw keel::backend_error(
+        fmt::format("bootstrap: rank {} published a bad {} in the store: '{}'", rank, what,
+                    text.substr(0, 64)));
+  }
+  return value;
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -104,7 +129,8 @@ options options::from_env(options base) {
 communicator::impl::impl(store& s, int rank, int size, options o)
     : rank_(rank), size_(size), opts_(std::move(o)) {
   if (size < 1 || rank < 0 || rank >= size) {
-    throw keel::invalid_argument(fmt::format("rank {} / size {}: need 0 <= rank < size", rank, size));
+    throw keel::invalid_argument(
+        fmt::format("rank {} / size {}: need 0 <= rank < size", rank, size));
   }
   if (opts_.chunk_bytes < 64 || opts_.chunk_bytes % 64 != 0 || opts_.chunk_bytes > (1u << 30)) {
     throw keel::invalid_argument(fmt::format(
@@ -172,31 +198,48 @@ void communicator::impl::connect_all(store& s, const std::string& prefix) {
   //    its TCP connections.
   if (rank_ == 0) {
     std::random_device rd;
-    const std::uint64_t nonce = (static_cast<std::uint64_t>(rd()) << 32) ^ rd() ^
-                                static_cast<std::uint64_t>(steady::now().time_since_epoch().count());
+    const std::uint64_t nonce =
+        (static_cast<std::uint64_t>(rd()) << 32) ^ rd() ^
+        static_cast<std::uint64_t>(steady::now().time_since_epoch().count());
     s.set_string(prefix + "/nonce", fmt::format("{:016x}", nonce));
   }
   const std::string nonce_text = s.get_string(prefix + "/nonce", left());
-  const std::uint64_t nonce = std::stoull(nonce_text, nullptr, 16);
+  if (nonce_text.size() != 16) {
+    throw keel::backend_error(fmt::format("bootstrap: rank 0 published a bad nonce in the store"));
+  }
+  const std::uint64_t nonce = parse_published<std::uint64_t>(nonce_text, "nonce", 0, 16);
 
   // 2. Publish how to reach this rank.
   std::uint16_t port = 0;
-  const int listen_fd = net::listen_on("0.0.0.0", 0, port);
+  // A rank reachable at a loopback address only (a single-host job) listens there only.
+  const std::string advertised = advertised_address();
+  bool loopback = false;
+  try {
+    loopback = net::is_loopback(advertised);
+  } catch (const keel::error&) {
+  }
+  const int listen_fd = net::listen_on(loopback ? advertised : "0.0.0.0", 0, port);
   struct closer {
     int fd;
     ~closer() { ::close(fd); }
   } listen_closer{listen_fd};
   const std::string me = host_identity();
   s.set_string(fmt::format("{}/info/{}", prefix, rank_),
-               fmt::format("{}|{}|{}|{}", me, advertised_address(), port, ::getpid()));
+               fmt::format("{}|{}|{}|{}", me, advertised, port, ::getpid()));
   std::vector<std::string> hosts(size_), addrs(size_);
   std::vector<std::uint16_t> ports(size_);
   for (int p = 0; p < size_; ++p) {
     const auto parts = split(s.get_string(fmt::format("{}/info/{}", prefix, p), left()), '|');
-    if (parts.size() != 4) throw keel::backend_error(fmt::format("rank {} published a bad address", p));
+    if (parts.size() != 4)
+      throw keel::backend_error(fmt::format("rank {} published a bad address", p));
     hosts[p] = parts[0];
     addrs[p] = parts[1];
-    ports[p] = static_cast<std::uint16_t>(std::stoi(parts[2]));
+    const auto port_number = parse_published<std::uint32_t>(parts[2], "port", p);
+    if (port_number < 1 || port_number > 65535) {
+      throw keel::backend_error(
+          fmt::format("bootstrap: rank {} published port {}", p, port_number));
+    }
+    ports[p] = static_cast<std::uint16_t>(port_number);
   }
   std::vector<int> local;
   for (int p = 0; p < size_; ++p) {
@@ -214,8 +257,8 @@ void communicator::impl::connect_all(store& s, const std::string& prefix) {
   // 3. Shared memory among the ranks of this host.
   if (local.size() > 1) {
     const std::string job = env("KEEL_COMM_JOB").value_or("j");
-    shm_ = std::make_unique<detail::shm_domain>(fmt::format("/keel-{}-{}", job, nonce_text),
-                                                rank_, local, opts_.chunk_bytes, opts_.shm_slots);
+    shm_ = std::make_unique<detail::shm_domain>(fmt::format("/keel-{}-{}", job, nonce_text), rank_,
+                                                local, opts_.chunk_bytes, opts_.shm_slots);
     try {
       s.set_string(fmt::format("{}/shm/{}", prefix, rank_), "1");
       std::vector<std::string> keys;
@@ -252,8 +295,8 @@ void communicator::impl::connect_all(store& s, const std::string& prefix) {
         const int fd = net::connect_to(host, ports[p], deadline);
         if (fd < 0) {
           throw timeout_error(fmt::format("bootstrap on rank {}: rank {} at {}:{} did not accept "
-                                          "within {} ms", rank_, p, host, ports[p],
-                                          opts_.timeout.count()),
+                                          "within {} ms",
+                                          rank_, p, host, ports[p], opts_.timeout.count()),
                               "bootstrap", 0, p);
         }
         hello h;
@@ -268,24 +311,7 @@ void communicator::impl::connect_all(store& s, const std::string& prefix) {
         pairs_[p][c] = detail::make_tcp_pair(fd, p, opts_.chunk_bytes);
       }
     }
-    for (int i = 0; i < expected; ++i) {
-      const int fd = net::accept_until(listen_fd, deadline);
-      if (fd < 0) {
-        throw timeout_error(fmt::format("bootstrap on rank {}: {} of {} connections from higher "
-                                        "ranks arrived within {} ms", rank_, i, expected,
-                                        opts_.timeout.count()),
-                            "bootstrap", 0, -1);
-      }
-      hello h;
-      if (!net::recv_all(fd, &h, sizeof h, deadline) || h.magic != detail::k_chunk_magic ||
-          h.nonce != nonce || h.rank <= rank_ || h.rank >= size_ || h.channel < 0 ||
-          h.channel >= detail::k_channels || pairs_[h.rank][h.channel]) {
-        ::close(fd);  // a stray connection: not one of ours
-        --i;
-        continue;
-      }
-      pairs_[h.rank][h.channel] = detail::make_tcp_pair(fd, h.rank, opts_.chunk_bytes);
-    }
+    accept_peers(listen_fd, expected, nonce, deadline);
     for (int p = 0; p < size_; ++p) {
       if (transport_of_[p] != transport::tcp) continue;
       for (int c = 0; c < detail::k_channels; ++c) {
@@ -293,6 +319,78 @@ void communicator::impl::connect_all(store& s, const std::string& prefix) {
         ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
         ev.data.u32 = static_cast<std::uint32_t>(p);
         ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, detail::tcp_pair_fd(*pairs_[p][c]), &ev);
+      }
+    }
+  }
+}
+
+// The TCP connections from higher ranks. Connections are read side by side (poll), so a
+// stray one that never sends its hello, or closes, costs nothing but its own slot: at most
+// 64 at once, each dropped after 5 s or a wrong hello (magic, nonce, rank, channel).
+void communicator::impl::accept_peers(int listen_fd, int expected, std::uint64_t nonce,
+                                      steady::time_point deadline) {
+  struct pending {
+    int fd;
+    hello h;
+    std::size_t got;
+    steady::time_point since;
+  };
+  std::vector<pending> waiting;
+  struct closer {
+    std::vector<pending>& w;
+    ~closer() {
+      for (auto& p : w) ::close(p.fd);
+    }
+  } waiting_closer{waiting};
+  net::set_nonblocking(listen_fd);
+  int accepted = 0;
+  std::vector<pollfd> fds;
+  while (accepted < expected) {
+    if (steady::now() >= deadline) {
+      throw timeout_error(fmt::format("bootstrap on rank {}: {} of {} connections from higher "
+                                      "ranks arrived within {} ms",
+                                      rank_, accepted, expected, opts_.timeout.count()),
+                          "bootstrap", 0, -1);
+    }
+    fds.assign(1, pollfd{listen_fd, POLLIN, 0});
+    for (const auto& w : waiting) fds.push_back({w.fd, POLLIN, 0});
+    if (::poll(fds.data(), fds.size(), net::ms_until(deadline, 100)) < 0 && errno != EINTR) {
+      throw keel::backend_error(fmt::format("bootstrap: poll: {}", std::strerror(errno)));
+    }
+    const auto now = steady::now();
+    if (fds[0].revents & POLLIN) {
+      while (true) {
+        const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
+        if (fd < 0) break;  // EAGAIN, or a transient error: poll again
+        if (waiting.size() >= 64) {
+          ::close(fd);
+          continue;
+        }
+        net::set_nodelay(fd);
+        waiting.push_back({fd, hello{}, 0, now});
+      }
+    }
+    for (std::size_t i = waiting.size(); i-- > 0;) {
+      pending& w = waiting[i];
+      const ssize_t r =
+          ::recv(w.fd, reinterpret_cast<char*>(&w.h) + w.got, sizeof w.h - w.got, MSG_DONTWAIT);
+      if (r > 0) w.got += static_cast<std::size_t>(r);
+      const bool gone =
+          r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+      bool ours = false;
+      if (!gone && w.got == sizeof w.h) {
+        const hello& h = w.h;
+        ours = h.magic == detail::k_chunk_magic && h.nonce == nonce && h.rank > rank_ &&
+               h.rank < size_ && h.channel >= 0 && h.channel < detail::k_channels &&
+               !pairs_[h.rank][h.channel];
+        if (ours) {
+          pairs_[h.rank][h.channel] = detail::make_tcp_pair(w.fd, h.rank, opts_.chunk_bytes);
+          ++accepted;
+        }
+      }
+      if (ours || gone || w.got == sizeof w.h || now - w.since > std::chrono::seconds(5)) {
+        if (!ours) ::close(w.fd);  // a stray connection: not one of ours
+        waiting.erase(waiting.begin() + static_cast<std::ptrdiff_t>(i));
       }
     }
   }
@@ -349,12 +447,16 @@ void communicator::impl::tune(store& s, const std::string& prefix) {
   s.set_string(fmt::format("{}/tune/{}", prefix, rank_), mine);
   std::vector<double> as, bs, at, bt, gs;
   for (int p = 0; p < size_; ++p) {
-    const auto parts = split(s.get_string(fmt::format("{}/tune/{}", prefix, p), opts_.timeout), '|');
-    if (parts.size() == 4) {
-      (parts[0] == "shm" ? as : at).push_back(std::stod(parts[1]));
-      (parts[0] == "shm" ? bs : bt).push_back(std::stod(parts[2]));
+    const auto parts =
+        split(s.get_string(fmt::format("{}/tune/{}", prefix, p), opts_.timeout), '|');
+    if (parts.size() != 2 && parts.size() != 4) {
+      throw keel::backend_error(fmt::format("bootstrap: rank {} published bad measurements", p));
     }
-    gs.push_back(std::stod(parts.back()));
+    if (parts.size() == 4) {
+      (parts[0] == "shm" ? as : at).push_back(parse_published<double>(parts[1], "latency", p));
+      (parts[0] == "shm" ? bs : bt).push_back(parse_published<double>(parts[2], "bandwidth", p));
+    }
+    gs.push_back(parse_published<double>(parts.back(), "reduction cost", p));
   }
   if (!as.empty()) model_.alpha_shm = median(as), model_.beta_shm = median(bs);
   if (!at.empty()) model_.alpha_tcp = median(at), model_.beta_tcp = median(bt);
@@ -497,7 +599,8 @@ choice communicator::impl::choose(collective c, std::size_t bytes, algorithm req
   out.algo = est.front().algo;
   std::string list;
   for (const auto& e : est) {
-    list += fmt::format("{}{} {:.1f} us", list.empty() ? "" : " < ", to_string(e.algo), e.seconds * 1e6);
+    list += fmt::format("{}{} {:.1f} us", list.empty() ? "" : " < ", to_string(e.algo),
+                        e.seconds * 1e6);
   }
   out.why = fmt::format("model ({}): {}{}", any_tcp_ ? "tcp" : "shm", list, note);
   return out;
@@ -506,8 +609,8 @@ choice communicator::impl::choose(collective c, std::size_t bytes, algorithm req
 algorithm communicator::impl::resolve(collective c, std::size_t bytes, algorithm requested) {
   // The choice depends only on (collective, requested, bytes): remember it, so that a training
   // loop's repeated calls cost one hash lookup instead of the model and its explanation.
-  const std::uint64_t key = (static_cast<std::uint64_t>(c) << 58) ^
-                            (static_cast<std::uint64_t>(requested) << 52) ^ bytes;
+  const std::uint64_t key =
+      (static_cast<std::uint64_t>(c) << 58) ^ (static_cast<std::uint64_t>(requested) << 52) ^ bytes;
   if (bytes < (std::uint64_t{1} << 52)) {
     if (const auto it = decided_.find(key); it != decided_.end()) return it->second;
   }
@@ -527,7 +630,8 @@ call_info communicator::impl::begin(collective c, dtype t, reduce_op op, std::si
                                     const call_options& o) {
   if (aborted_) {
     throw peer_error(fmt::format("{} on rank {}: the communicator was aborted by an earlier "
-                                 "error: {}", to_string(c), rank_, abort_reason_),
+                                 "error: {}",
+                                 to_string(c), rank_, abort_reason_),
                      std::string(to_string(c)), seq_ + 1, abort_culprit_);
   }
   call_info call;
@@ -560,6 +664,9 @@ std::unique_ptr<communicator> communicator::from_env(options opts) {
   const launch_env e = detect_launch_env();
   auto st = make_store(e, opts.timeout);
   auto c = std::make_unique<communicator>(*st, e.rank, e.size, opts);
+  // Every rank is past the store now (the constructor ends with a barrier): nobody needs to
+  // connect to it any more, so rank 0 stops listening unless the job asked to keep it.
+  if (auto* tcp = dynamic_cast<tcp_store*>(st.get()); tcp && !e.store_keep) tcp->stop_listening();
   c->owned_store_ = std::move(st);
   return c;
 }
@@ -635,7 +742,8 @@ void check_root(int root, int size, collective c) {
 
 void check_buffers(const void* in, const void* out, std::size_t count, collective c) {
   if (count > 0 && (in == nullptr || out == nullptr)) {
-    throw keel::invalid_argument(fmt::format("{}: null buffer for {} elements", to_string(c), count));
+    throw keel::invalid_argument(
+        fmt::format("{}: null buffer for {} elements", to_string(c), count));
   }
 }
 
@@ -656,8 +764,13 @@ void execute(communicator::impl& m, collective c, const void* in, void* out, std
       (c == collective::allreduce || c == collective::reduce_scatter)) {
     agg = m.opts_.reducer_rank;
   }
-  detail::args a{r, m.size_, static_cast<const std::byte*>(in), static_cast<std::byte*>(out),
-                 count, dtype_size(t), agg,
+  detail::args a{r,
+                 m.size_,
+                 static_cast<const std::byte*>(in),
+                 static_cast<std::byte*>(out),
+                 count,
+                 dtype_size(t),
+                 agg,
                  [&m](std::size_t bytes, int which) { return m.scratch(bytes, which); }};
   if (m.size_ == 1) {
     const std::size_t bytes = count * dtype_size(t);
@@ -679,8 +792,8 @@ void execute(communicator::impl& m, collective c, const void* in, void* out, std
 void communicator::allreduce(const void* in, void* out, std::size_t count, dtype t, reduce_op op,
                              call_options o) {
   check_buffers(in, out, count, collective::allreduce);
-  execute(*impl_, collective::allreduce, in, out, count, t, op, -1, count * dtype_size(t), o,
-          count, out);
+  execute(*impl_, collective::allreduce, in, out, count, t, op, -1, count * dtype_size(t), o, count,
+          out);
 }
 
 void communicator::reduce(const void* in, void* out, std::size_t count, dtype t, reduce_op op,
@@ -713,8 +826,7 @@ void communicator::allgather(const void* in, void* out, std::size_t count, dtype
           count * dtype_size(t) * size(), o, 0, nullptr);
 }
 
-void communicator::alltoall(const void* in, void* out, std::size_t count, dtype t,
-                            call_options o) {
+void communicator::alltoall(const void* in, void* out, std::size_t count, dtype t, call_options o) {
   check_buffers(in, out, count, collective::alltoall);
   execute(*impl_, collective::alltoall, in, out, count, t, reduce_op::sum, -1,
           count * dtype_size(t) * size(), o, 0, nullptr);
@@ -728,7 +840,8 @@ void communicator::barrier(call_options o) {
 void communicator::send(const void* in, std::size_t count, dtype t, int peer, call_options o) {
   auto& m = *impl_;
   if (peer < 0 || peer >= m.size_ || peer == m.rank_) {
-    throw keel::invalid_argument(fmt::format("send: peer {} must be another rank of {}", peer, m.size_));
+    throw keel::invalid_argument(
+        fmt::format("send: peer {} must be another rank of {}", peer, m.size_));
   }
   check_buffers(in, in, count, collective::sendrecv);
   call_info call = m.begin(collective::sendrecv, t, reduce_op::sum, count, o);
@@ -744,7 +857,8 @@ void communicator::send(const void* in, std::size_t count, dtype t, int peer, ca
 void communicator::recv(void* out, std::size_t count, dtype t, int peer, call_options o) {
   auto& m = *impl_;
   if (peer < 0 || peer >= m.size_ || peer == m.rank_) {
-    throw keel::invalid_argument(fmt::format("recv: peer {} must be another rank of {}", peer, m.size_));
+    throw keel::invalid_argument(
+        fmt::format("recv: peer {} must be another rank of {}", peer, m.size_));
   }
   check_buffers(out, out, count, collective::sendrecv);
   call_info call = m.begin(collective::sendrecv, t, reduce_op::sum, count, o);

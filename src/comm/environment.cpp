@@ -2,10 +2,14 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
+#include <mutex>
 
 #include "keel/core/error.hpp"
+#include "keel/core/log.hpp"
+#include "net.hpp"
 
 namespace keel::comm {
 namespace {
@@ -50,8 +54,10 @@ launch_env detect_launch_env(const env_lookup& lookup) {
   auto has = [&](const char* name) { return lookup(name).has_value(); };
   auto read_local = [&](const char* rank_var, const char* size_var) {
     if (has(rank_var)) env.local_rank = static_cast<int>(number(lookup, rank_var, 0, k_max));
-    if (has(size_var)) env.local_size = static_cast<int>(number(lookup, size_var, 1, k_max));
-    else env.local_size = env.size;
+    if (has(size_var))
+      env.local_size = static_cast<int>(number(lookup, size_var, 1, k_max));
+    else
+      env.local_size = env.size;
     if (!has(rank_var)) env.local_rank = env.rank;
   };
   if (has("RANK") && has("WORLD_SIZE")) {
@@ -97,13 +103,55 @@ launch_env detect_launch_env(const env_lookup& lookup) {
     }
     env.store_dir = s->substr(5);
   }
+  if (auto secret = lookup("KEEL_STORE_SECRET"); secret) {
+    if (secret->size() < 16) {
+      throw keel::invalid_argument(fmt::format(
+          "KEEL_STORE_SECRET has {} characters: use at least 16 (e.g. 32 random hex digits), "
+          "the same on every rank",
+          secret->size()));
+    }
+    env.store_secret = *secret;
+  }
+  if (auto bind = lookup("KEEL_STORE_BIND"); bind) env.store_bind = *bind;
+  if (auto keep = lookup("KEEL_STORE_KEEP"); keep) {
+    if (*keep != "0" && *keep != "1") {
+      throw keel::invalid_argument(fmt::format("KEEL_STORE_KEEP='{}': expected 0 or 1", *keep));
+    }
+    env.store_keep = *keep == "1";
+  }
   return env;
 }
 
 std::unique_ptr<store> make_store(const launch_env& env, duration timeout) {
   if (!env.store_dir.empty()) return std::make_unique<file_store>(env.store_dir);
   if (env.size == 1) return std::make_unique<memory_store>();
-  return std::make_unique<tcp_store>(env.master_addr, env.master_port, env.rank == 0, timeout);
+  tcp_store_options o;
+  o.secret = env.store_secret;
+  o.bind_address = env.store_bind;
+  o.max_connections = std::max<std::size_t>(1024, 2 * static_cast<std::size_t>(env.size) + 64);
+  const bool host = env.rank == 0;
+  if (host && o.bind_address.empty() && env.local_size < env.size &&
+      net::is_loopback(env.master_addr)) {
+    // Debian maps the host name to 127.0.1.1: other hosts resolve MASTER_ADDR to a real
+    // address, but here it would bind loopback, which they cannot reach.
+    KEEL_LOG_WARN("comm",
+                  "store: MASTER_ADDR {} resolves to a loopback address on rank 0 but the job "
+                  "spans hosts ({} of {} ranks here): listening on every interface (set "
+                  "KEEL_STORE_BIND to this host's address to narrow it)",
+                  env.master_addr, env.local_size, env.size);
+    o.bind_address = "0.0.0.0";
+  }
+  auto s = std::make_unique<tcp_store>(env.master_addr, env.master_port, host, timeout, o);
+  if (host && o.secret.empty()) {
+    static std::once_flag warned;
+    std::call_once(warned, [&] {
+      KEEL_LOG_WARN("comm",
+                    "store: KEEL_STORE_SECRET is not set: the TCP store on {}:{} lets any process "
+                    "of this host join the job; set it to the same random string on every rank",
+                    s->bind_address(), s->port());
+    });
+  }
+  return s;
 }
 
 }  // namespace keel::comm

@@ -4,7 +4,8 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,6 +14,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <random>
@@ -20,11 +22,34 @@
 
 #include "keel/core/error.hpp"
 #include "net.hpp"
+#include "store_protocol.hpp"
 
 extern char** environ;
 
 namespace keel::comm {
 namespace {
+
+// argv0 as execve needs it: a name without '/' is looked up in this process's PATH, as
+// posix_spawnp and the shell do. Throws keel::io_error when there is no such program.
+std::string find_program(const std::string& argv0) {
+  if (argv0.find('/') != std::string::npos) return argv0;
+  const char* path = std::getenv("PATH");
+  std::string dirs = path && *path ? path : "/usr/local/bin:/usr/bin:/bin";
+  int first_error = ENOENT;
+  std::size_t start = 0;
+  while (start <= dirs.size()) {
+    const std::size_t end = std::min(dirs.find(':', start), dirs.size());
+    const std::string dir = end == start ? std::string(".") : dirs.substr(start, end - start);
+    const std::string candidate = dir + "/" + argv0;
+    struct stat st {};
+    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+      if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+      first_error = EACCES;
+    }
+    start = end + 1;
+  }
+  throw keel::io_error(fmt::format("{}: cannot start: {}", argv0, std::strerror(first_error)));
+}
 
 std::uint16_t free_port() {
   std::uint16_t port = 0;
@@ -64,6 +89,10 @@ local_job::local_job(int ranks, std::vector<std::string> argv,
   base["MASTER_ADDR"] = "127.0.0.1";
   base["MASTER_PORT"] = std::to_string(port);
   base["KEEL_COMM_JOB"] = id_;
+  // The job's store secret: the user's when the environment has one, else a fresh one.
+  if (auto it = base.find("KEEL_STORE_SECRET"); it == base.end() || it->second.empty()) {
+    base["KEEL_STORE_SECRET"] = detail::random_hex(16);
+  }
   if (!log_dir.empty()) std::filesystem::create_directories(log_dir);
   std::vector<int> allowed;
   cpu_set_t inherited;
@@ -74,12 +103,9 @@ local_job::local_job(int ranks, std::vector<std::string> argv,
     }
     if (static_cast<std::size_t>(ranks) > allowed.size()) allowed.clear();
   }
-  const auto pin_spawning_thread = [](int cpu) {
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(cpu, &one);
-    return ::sched_setaffinity(0, sizeof one, &one) == 0;
-  };
+  // posix_spawnp's lookup, done here: after fork() the child may only make system calls.
+  const std::string program = find_program(argv[0]);
+  const pid_t launcher = ::getpid();
   for (int r = 0; r < ranks; ++r) {
     base["RANK"] = std::to_string(r);
     base["LOCAL_RANK"] = std::to_string(r);
@@ -90,31 +116,77 @@ local_job::local_job(int ranks, std::vector<std::string> argv,
     envp.push_back(nullptr);
     for (auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    std::string log;
-    if (!log_dir.empty()) {
-      log = fmt::format("{}/rank-{}.log", log_dir, r);
-      posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      posix_spawn_file_actions_adddup2(&actions, 1, 2);
+    const std::string log =
+        log_dir.empty() ? std::string() : fmt::format("{}/rank-{}.log", log_dir, r);
+    const int cpu = allowed.empty() ? -1 : allowed[static_cast<std::size_t>(r)];
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    if (cpu >= 0) CPU_SET(cpu, &one);
+    // exec's failure comes back through a close-on-exec pipe: EOF means the exec happened.
+    int report[2];
+    if (::pipe2(report, O_CLOEXEC) != 0) {
+      kill_started();
+      throw keel::io_error(
+          fmt::format("{}: cannot start: pipe: {}", argv[0], std::strerror(errno)));
     }
-    // Pinned by spawning from this thread bound to the rank's CPU (a child inherits the
-    // spawning thread's mask): pinning the pid after the spawn races with the rank's first steps.
-    const bool pin = !allowed.empty() && pin_spawning_thread(allowed[static_cast<std::size_t>(r)]);
-    pid_t pid = 0;
-    const int rc = argv[0].find('/') == std::string::npos
-                       ? posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), envp.data())
-                       : posix_spawn(&pid, args[0], &actions, nullptr, args.data(), envp.data());
-    posix_spawn_file_actions_destroy(&actions);
-    if (pin) ::sched_setaffinity(0, sizeof inherited, &inherited);
-    if (rc != 0) {
-      for (pid_t p : pids_) ::kill(p, SIGKILL);
-      wait(std::chrono::milliseconds(0));
-      throw keel::io_error(fmt::format("{}: cannot start: {}", argv[0], std::strerror(rc)));
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      // The child: async-signal-safe calls only. Die with the launcher: the kernel sends
+      // SIGKILL when the thread that forked us exits; if the launcher died before that was
+      // armed, we were already reparented, so check.
+      ::close(report[0]);
+      int err = 0;
+      if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) err = errno;
+      if (err == 0 && ::getppid() != launcher) ::_exit(128 + SIGKILL);
+      if (err == 0 && !log.empty()) {
+        const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0 || ::dup2(fd, 1) < 0 || ::dup2(fd, 2) < 0) err = errno;
+        if (fd >= 0) ::close(fd);
+      }
+      // Pinned before exec, so the rank's first instruction already runs on its CPU.
+      if (err == 0 && cpu >= 0 && ::sched_setaffinity(0, sizeof one, &one) != 0) err = errno;
+      if (err == 0) {
+        ::execve(program.c_str(), args.data(), envp.data());
+        err = errno;
+      }
+      [[maybe_unused]] auto n = ::write(report[1], &err, sizeof err);
+      ::_exit(127);
+    }
+    const int fork_errno = errno;
+    ::close(report[1]);
+    if (pid < 0) {
+      ::close(report[0]);
+      kill_started();
+      throw keel::io_error(
+          fmt::format("{}: cannot start: fork: {}", argv[0], std::strerror(fork_errno)));
+    }
+    int child_errno = 0;
+    ssize_t got = 0;
+    do {
+      got = ::read(report[0], &child_errno, sizeof child_errno);
+    } while (got < 0 && errno == EINTR);
+    ::close(report[0]);
+    if (got > 0) {
+      int status = 0;
+      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      }
+      kill_started();
+      throw keel::io_error(
+          fmt::format("{}: cannot start: {}", argv[0], std::strerror(child_errno)));
     }
     pids_.push_back(pid);
     done_.push_back(false);
-    cpus_.push_back(pin ? allowed[static_cast<std::size_t>(r)] : -1);
+    cpus_.push_back(cpu);
+  }
+}
+
+void local_job::kill_started() noexcept {
+  for (std::size_t i = 0; i < pids_.size(); ++i) {
+    if (!done_[i]) ::kill(pids_[i], SIGKILL);
+  }
+  try {
+    wait(std::chrono::milliseconds(0));
+  } catch (...) {
   }
 }
 
@@ -158,8 +230,9 @@ std::vector<rank_exit> local_job::wait(std::chrono::milliseconds grace, bool cle
       done_[i] = true;
       --left;
       reaped = true;
-      exits[i].code = pid < 0 ? -1
-                      : WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      exits[i].code = pid < 0             ? -1
+                      : WIFEXITED(status) ? WEXITSTATUS(status)
+                                          : 128 + WTERMSIG(status);
       exits[i].seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
       if (exits[i].code != 0 && !failed) {
@@ -169,7 +242,8 @@ std::vector<rank_exit> local_job::wait(std::chrono::milliseconds grace, bool cle
     }
     if (reaped) continue;
     if (!killed && std::chrono::steady_clock::now() >= kill_at) {
-      if (limit.count() > 0 && std::chrono::steady_clock::now() >= start_ + limit) timed_out_ = true;
+      if (limit.count() > 0 && std::chrono::steady_clock::now() >= start_ + limit)
+        timed_out_ = true;
       for (std::size_t i = 0; i < pids_.size(); ++i) {
         if (!done_[i]) ::kill(pids_[i], SIGKILL);
       }

@@ -27,7 +27,8 @@ sockaddr_in resolve(const std::string& host, std::uint16_t port) {
   addrinfo* result = nullptr;
   const int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &result);
   if (rc != 0 || result == nullptr) {
-    throw keel::invalid_argument(fmt::format("cannot resolve host '{}': {}", host, gai_strerror(rc)));
+    throw keel::invalid_argument(
+        fmt::format("cannot resolve host '{}': {}", host, gai_strerror(rc)));
   }
   sockaddr_in addr{};
   std::memcpy(&addr, result->ai_addr, sizeof addr);
@@ -153,6 +154,39 @@ bool recv_all(int fd, void* data, std::size_t n, clock::time_point deadline) {
     ::poll(&pfd, 1, ms_until(deadline, 1000));
   }
   return true;
+}
+
+std::string resolve_ipv4(const std::string& host) {
+  const sockaddr_in addr = resolve(host, 0);
+  char text[INET_ADDRSTRLEN] = {};
+  if (!::inet_ntop(AF_INET, &addr.sin_addr, text, sizeof text)) return "?";
+  return text;
+}
+
+bool is_loopback(const std::string& host) {
+  const sockaddr_in addr = resolve(host, 0);
+  return (ntohl(addr.sin_addr.s_addr) >> 24) == 127;
+}
+
+bool is_local_address(const std::string& host) {
+  sockaddr_in addr = resolve(host, 0);
+  const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+  ::close(fd);
+  return ok;
+}
+
+std::string peer_name(int fd) {
+  sockaddr_in addr{};
+  socklen_t len = sizeof addr;
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0 ||
+      addr.sin_family != AF_INET) {
+    return "?";
+  }
+  char text[INET_ADDRSTRLEN] = {};
+  if (!::inet_ntop(AF_INET, &addr.sin_addr, text, sizeof text)) return "?";
+  return fmt::format("{}:{}", text, ntohs(addr.sin_port));
 }
 
 std::string local_address_towards(const std::string& peer_host) {

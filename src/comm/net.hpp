@@ -24,6 +24,15 @@ bool send_all(int fd, const void* data, std::size_t n, clock::time_point deadlin
 bool recv_all(int fd, void* data, std::size_t n, clock::time_point deadline);
 // The address other hosts can reach this one at, as seen on the route to `peer_host`.
 std::string local_address_towards(const std::string& peer_host);
+// The IPv4 address `host` resolves to, as dotted text. Throws keel::invalid_argument when it
+// does not resolve.
+std::string resolve_ipv4(const std::string& host);
+// Whether `host` resolves to 127.0.0.0/8.
+bool is_loopback(const std::string& host);
+// Whether `host` resolves to an address of this machine (one a socket can bind to).
+bool is_local_address(const std::string& host);
+// "a.b.c.d:port" of a connected socket's peer ("?" when unknown).
+std::string peer_name(int fd);
 // Milliseconds until deadline, clamped to [0, cap_ms].
 int ms_until(clock::time_point deadline, int cap_ms);
 

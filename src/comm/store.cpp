@@ -16,18 +16,38 @@
 
 #include "keel/comm/error.hpp"
 #include "keel/core/error.hpp"
+#include "store_protocol.hpp"
 
 namespace keel::comm {
 namespace {
 
 using clock = std::chrono::steady_clock;
 
+// The value add() stores: the counter in `current` (nullptr: none yet) plus delta.
+std::int64_t next_counter(const std::string& key, const std::string* current, std::int64_t delta) {
+  std::int64_t value = 0;
+  if (current) {
+    const auto parsed = detail::parse_counter(*current);
+    if (!parsed) {
+      throw keel::invalid_argument(fmt::format(
+          "store: ADD '{}': its value ({} bytes) is not a counter", key, current->size()));
+    }
+    value = *parsed;
+  }
+  const auto sum = detail::add_counter(value, delta);
+  if (!sum) {
+    throw keel::invalid_argument(
+        fmt::format("store: ADD '{}': {} + {} overflows a 64-bit counter", key, value, delta));
+  }
+  return *sum;
+}
+
 [[noreturn]] void throw_store_timeout(const std::vector<std::string>& keys, duration timeout) {
   std::string names;
   for (const auto& k : keys) names += (names.empty() ? "" : ", ") + k;
-  throw timeout_error(fmt::format("store: key(s) {} did not appear within {} ms", names,
-                                  timeout.count()),
-                      "store", 0, -1);
+  throw timeout_error(
+      fmt::format("store: key(s) {} did not appear within {} ms", names, timeout.count()), "store",
+      0, -1);
 }
 
 }  // namespace
@@ -45,6 +65,7 @@ void store::wait(const std::vector<std::string>& keys, duration timeout) {
 // ---- memory_store ----
 
 void memory_store::set(const std::string& key, const bytes& value) {
+  detail::check_store_limits("SET", key.size(), value.size());
   {
     std::lock_guard lock(mutex_);
     data_[key] = value;
@@ -53,6 +74,7 @@ void memory_store::set(const std::string& key, const bytes& value) {
 }
 
 bytes memory_store::get(const std::string& key, duration timeout) {
+  detail::check_store_limits("GET", key.size(), 0);
   std::unique_lock lock(mutex_);
   if (!changed_.wait_for(lock, timeout, [&] { return data_.count(key) != 0; })) {
     throw_store_timeout({key}, timeout);
@@ -61,12 +83,17 @@ bytes memory_store::get(const std::string& key, duration timeout) {
 }
 
 std::int64_t memory_store::add(const std::string& key, std::int64_t delta) {
+  detail::check_store_limits("ADD", key.size(), 8);
   std::int64_t value = 0;
   {
     std::lock_guard lock(mutex_);
     auto it = data_.find(key);
-    if (it != data_.end()) value = std::stoll(std::string(it->second.begin(), it->second.end()));
-    value += delta;
+    if (it != data_.end()) {
+      const std::string current(it->second.begin(), it->second.end());
+      value = next_counter(key, &current, delta);
+    } else {
+      value = next_counter(key, nullptr, delta);
+    }
     const std::string text = std::to_string(value);
     data_[key] = bytes(text.begin(), text.end());
   }
@@ -114,6 +141,7 @@ std::string file_store::path_of(const std::string& key) const {
 }
 
 void file_store::set(const std::string& key, const bytes& value) {
+  detail::check_store_limits("SET", key.size(), value.size());
   const std::string path = path_of(key);
   const std::string tmp = fmt::format("{}.tmp.{}.{}", path, ::getpid(),
                                       std::hash<std::thread::id>{}(std::this_thread::get_id()));
@@ -124,7 +152,8 @@ void file_store::set(const std::string& key, const bytes& value) {
     if (!out) throw keel::io_error(fmt::format("{}: cannot write store key", tmp));
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    throw keel::io_error(fmt::format("{}: cannot publish store key: {}", path, std::strerror(errno)));
+    throw keel::io_error(
+        fmt::format("{}: cannot publish store key: {}", path, std::strerror(errno)));
   }
 }
 
@@ -135,6 +164,7 @@ bytes file_store::get(const std::string& key, duration timeout) {
 }
 
 std::int64_t file_store::add(const std::string& key, std::int64_t delta) {
+  detail::check_store_limits("ADD", key.size(), 8);
   const std::string lock_path = directory_ + "/.lock";
   const int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) throw keel::io_error(fmt::format("{}: {}", lock_path, std::strerror(errno)));
@@ -143,10 +173,18 @@ std::int64_t file_store::add(const std::string& key, std::int64_t delta) {
   std::int64_t value = 0;
   try {
     if (check({key})) {
-      std::ifstream in(path_of(key));
-      in >> value;
+      std::ifstream in(path_of(key), std::ios::binary);
+      std::string current;
+      char buffer[4096];
+      // A counter is short; more than a few KiB cannot be one (and is not read whole).
+      while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
+        current.append(buffer, static_cast<std::size_t>(in.gcount()));
+        if (current.size() > 64) break;
+      }
+      value = next_counter(key, &current, delta);
+    } else {
+      value = next_counter(key, nullptr, delta);
     }
-    value += delta;
     const std::string text = std::to_string(value);
     set(key, bytes(text.begin(), text.end()));
   } catch (...) {

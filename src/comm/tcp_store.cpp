@@ -1,11 +1,16 @@
 // tcp_store: a key-value server on one rank (a thread running an epoll loop) and a client
-// per rank. Wire format, little-endian:
-//   request  = cmd:u8 key_len:u32 value_len:u64 key value
-//   response = len:u64 payload
+// per rank. The wire format and the handshake are in store_protocol.hpp.
+//
+// The server reads each connection as a state machine (handshake answer, request head, key,
+// value), receiving exactly the bytes of the current part, so nothing is buffered beyond
+// what a validated head announced. A connection with a deferred GET/WAIT or an unsent reply
+// is not read from until that is done: one request in flight and one reply queued per
+// connection. Values are held by shared_ptr, so a reply does not copy them. Anything thrown
+// while serving a connection drops that connection and nothing else.
+//
 // GET and WAIT replies are deferred until the keys exist; the client times out on its side
 // and then drops the connection (the late reply must not be mistaken for the next one).
 #include <fcntl.h>
-#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -15,27 +20,35 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
+#include <condition_variable>
 #include <cstring>
 #include <map>
-#include <set>
+#include <memory>
+#include <optional>
 #include <thread>
+#include <tuple>
 
 #include "keel/comm/error.hpp"
 #include "keel/comm/store.hpp"
 #include "keel/core/error.hpp"
+#include "keel/core/log.hpp"
 #include "net.hpp"
+#include "store_protocol.hpp"
 
 namespace keel::comm {
 namespace {
 
-enum : std::uint8_t { k_set = 1, k_get = 2, k_add = 3, k_check = 4, k_wait = 5 };
+using steady = std::chrono::steady_clock;
+namespace wire = detail::wire;
 
 std::vector<std::string> split_keys(const std::string& joined) {
   std::vector<std::string> keys;
   std::size_t start = 0;
   while (start <= joined.size()) {
     const std::size_t end = joined.find('\0', start);
-    keys.push_back(joined.substr(start, end == std::string::npos ? std::string::npos : end - start));
+    keys.push_back(
+        joined.substr(start, end == std::string::npos ? std::string::npos : end - start));
     if (end == std::string::npos) break;
     start = end + 1;
   }
@@ -51,35 +64,104 @@ std::string join_keys(const std::vector<std::string>& keys) {
   return out;
 }
 
+// A key as it may appear in a log line or an error: printable, at most 64 characters.
+std::string shown(std::string_view key) {
+  std::string out;
+  for (unsigned char c : key.substr(0, 64)) {
+    if (c == '\0')
+      out += ',';
+    else if (c >= 0x20 && c < 0x7f)
+      out += static_cast<char>(c);
+    else
+      out += fmt::format("\\x{:02x}", c);
+  }
+  if (key.size() > 64) out += "...";
+  return out;
+}
+
+const char* command_name(std::uint8_t cmd) {
+  switch (cmd) {
+    case wire::k_set: return "SET";
+    case wire::k_get: return "GET";
+    case wire::k_add: return "ADD";
+    case wire::k_check: return "CHECK";
+    case wire::k_wait: return "WAIT";
+    default: return "?";
+  }
+}
+
+constexpr std::size_t k_read_budget = 4u << 20;  // per connection per wake-up: fairness
+constexpr int k_logged_drops = 8;
+
 }  // namespace
 
 class tcp_store::server {
  public:
-  explicit server(std::uint16_t port) {
-    listen_fd_ = net::listen_on("0.0.0.0", port, port_);
+  server(const std::string& bind_address, std::uint16_t port, const tcp_store_options& o)
+      : opts_(o) {
+    listen_fd_ = net::listen_on(bind_address, port, port_);
     net::set_nonblocking(listen_fd_);
     wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
-    add_fd(listen_fd_);
-    add_fd(wake_fd_);
+    if (wake_fd_ < 0 || epoll_fd_ < 0) {
+      close_fds();
+      throw keel::backend_error(fmt::format("store: eventfd/epoll: {}", std::strerror(errno)));
+    }
+    watch(listen_fd_, EPOLLIN, EPOLL_CTL_ADD);
+    watch(wake_fd_, EPOLLIN, EPOLL_CTL_ADD);
+    listening_ = true;
     thread_ = std::thread([this] { loop(); });
   }
   ~server() {
     stop_ = true;
-    const std::uint64_t one = 1;
-    [[maybe_unused]] auto rc = ::write(wake_fd_, &one, sizeof one);
+    wake();
     thread_.join();
     for (auto& [fd, c] : conns_) ::close(fd);
-    ::close(listen_fd_);
-    ::close(wake_fd_);
-    ::close(epoll_fd_);
+    close_fds();
   }
   std::uint16_t port() const { return port_; }
 
+  void stop_listening() {
+    std::unique_lock lock(listen_mutex_);
+    if (!listening_) return;
+    unlisten_ = true;
+    wake();
+    listen_changed_.wait(lock, [&] { return !listening_; });
+  }
+
+  tcp_store_stats stats() const {
+    tcp_store_stats s;
+    s.accepted = accepted_;
+    s.authenticated = authenticated_;
+    s.refused_auth = refused_auth_;
+    s.refused_capacity = refused_capacity_;
+    s.dropped = dropped_;
+    s.rejected = rejected_;
+    s.open = open_;
+    s.stored_bytes = stored_bytes_;
+    s.listening = listening_;
+    return s;
+  }
+
  private:
+  enum class part { answer, head, key, value };
   struct conn {
-    std::string in;
-    std::string out;
+    std::string peer;
+    part reading = part::answer;
+    steady::time_point handshake_deadline;
+    std::string server_nonce;
+    char head[wire::k_answer_bytes] = {};  // the handshake answer, then each request head
+    std::size_t head_got = 0;
+    std::uint8_t cmd = 0;
+    std::uint64_t key_len = 0, value_len = 0;
+    std::string key, value;
+    bool authenticated = false;
+    bool waiting = false;  // a GET/WAIT is deferred
+    bool close_after_reply = false;
+    std::string out_head;
+    std::shared_ptr<const std::string> out_body;
+    std::size_t sent = 0;
+    bool has_out() const { return sent < out_head.size() + (out_body ? out_body->size() : 0); }
   };
   struct waiter {
     int fd;
@@ -87,71 +169,317 @@ class tcp_store::server {
     std::vector<std::string> keys;
   };
 
-  void add_fd(int fd) {
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.fd = fd;
-    ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev);
+  void wake() noexcept {
+    const std::uint64_t one = 1;
+    [[maybe_unused]] auto rc = ::write(wake_fd_, &one, sizeof one);
   }
 
-  void loop() {
+  void close_fds() noexcept {
+    if (listen_fd_ >= 0) ::close(listen_fd_);
+    if (wake_fd_ >= 0) ::close(wake_fd_);
+    if (epoll_fd_ >= 0) ::close(epoll_fd_);
+    listen_fd_ = wake_fd_ = epoll_fd_ = -1;
+  }
+
+  void watch(int fd, std::uint32_t events, int op) noexcept {
+    epoll_event ev{};
+    ev.events = events;
+    ev.data.fd = fd;
+    ::epoll_ctl(epoll_fd_, op, fd, &ev);
+  }
+
+  void loop() noexcept {
     epoll_event events[64];
     while (!stop_) {
-      const int n = ::epoll_wait(epoll_fd_, events, 64, 1000);
-      for (int i = 0; i < n; ++i) {
-        const int fd = events[i].data.fd;
-        if (fd == wake_fd_) continue;
-        if (fd == listen_fd_) {
-          while (true) {
-            const int c = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-            if (c < 0) break;
-            net::set_nodelay(c);
-            conns_[c];
-            add_fd(c);
+      try {
+        const int n = ::epoll_wait(epoll_fd_, events, 64, 250);
+        for (int i = 0; i < n; ++i) {
+          const int fd = events[i].data.fd;
+          if (fd == wake_fd_) {
+            std::uint64_t v;
+            [[maybe_unused]] auto rc = ::read(wake_fd_, &v, sizeof v);
+            continue;
           }
-          continue;
+          if (fd == listen_fd_) {
+            accept_all();
+            continue;
+          }
+          serve(fd, events[i].events);
         }
-        if (events[i].events & EPOLLOUT) flush(fd);
-        if (events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) read_from(fd);
+        housekeeping();
+      } catch (...) {
+        // Only bad_alloc outside a connection's handling can get here: keep serving.
+        KEEL_LOG_WARN("comm", "store: server loop: {}", describe_current());
       }
     }
   }
 
-  void drop(int fd) {
-    ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
+  static std::string describe_current() {
+    try {
+      throw;
+    } catch (const std::exception& e) {
+      return e.what();
+    } catch (...) {
+      return "unknown exception";
+    }
+  }
+
+  // One connection's event; nothing it throws gets further than this.
+  void serve(int fd, std::uint32_t ev) noexcept {
+    try {
+      auto it = conns_.find(fd);
+      if (it == conns_.end()) return;
+      conn& c = it->second;
+      if (ev & EPOLLERR) return drop(fd, nullptr);
+      if (ev & EPOLLOUT) {
+        if (!flush(fd, c)) return;
+      }
+      if (ev & (EPOLLIN | EPOLLHUP | EPOLLRDHUP)) {
+        if (!readable(c)) {
+          // The peer hung up while its request waits or its reply is queued.
+          if (ev & (EPOLLHUP | EPOLLRDHUP)) drop(fd, nullptr);
+          return;
+        }
+        read_from(fd, c);
+      }
+    } catch (...) {
+      offense(fd, fmt::format("internal error serving it: {}", describe_current()));
+    }
+  }
+
+  void accept_all() {
+    while (true) {
+      sockaddr_storage addr{};
+      socklen_t len = sizeof addr;
+      const int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len,
+                               SOCK_CLOEXEC | SOCK_NONBLOCK);
+      if (fd < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+        if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO) continue;
+        // Out of descriptors or memory: stop accepting for a moment instead of spinning on
+        // a listening socket that stays readable.
+        KEEL_LOG_WARN("comm", "store: accept: {}; pausing for 100 ms", std::strerror(errno));
+        watch(listen_fd_, 0, EPOLL_CTL_DEL);
+        accept_paused_until_ = steady::now() + std::chrono::milliseconds(100);
+        return;
+      }
+      ++accepted_;
+      if (conns_.size() >= opts_.max_connections || unauthenticated_ >= opts_.max_unauthenticated) {
+        ++refused_capacity_;
+        if (refused_capacity_ <= k_logged_drops) {
+          KEEL_LOG_WARN("comm",
+                        "store: refused a connection from {}: {} open ({} unauthenticated), "
+                        "the limit is {} ({})",
+                        net::peer_name(fd), conns_.size(), unauthenticated_, opts_.max_connections,
+                        opts_.max_unauthenticated);
+        }
+        ::close(fd);
+        continue;
+      }
+      conn& c = conns_[fd];
+      ++unauthenticated_;
+      open_ = conns_.size();
+      try {
+        net::set_nodelay(fd);
+        c.peer = net::peer_name(fd);
+        c.handshake_deadline = steady::now() + opts_.handshake_timeout;
+        c.server_nonce = detail::random_bytes(wire::k_nonce_bytes);
+        watch(fd, EPOLLIN | EPOLLRDHUP, EPOLL_CTL_ADD);
+        queue(fd, c, std::string(wire::k_magic) + c.server_nonce, nullptr);
+      } catch (...) {
+        drop(fd, nullptr);
+      }
+    }
+  }
+
+  void housekeeping() {
+    const auto now = steady::now();
+    if (accept_paused_until_ && now >= *accept_paused_until_ && listen_fd_ >= 0) {
+      watch(listen_fd_, EPOLLIN, EPOLL_CTL_ADD);
+      accept_paused_until_.reset();
+    }
+    if (unauthenticated_ > 0) {
+      std::vector<int> late;
+      for (const auto& [fd, c] : conns_) {
+        if (!c.authenticated && !c.close_after_reply && now >= c.handshake_deadline)
+          late.push_back(fd);
+      }
+      for (int fd : late) {
+        offense(fd, fmt::format("no handshake within {} ms", opts_.handshake_timeout.count()));
+      }
+    }
+    if (unlisten_) {
+      std::lock_guard lock(listen_mutex_);
+      if (listen_fd_ >= 0) {
+        watch(listen_fd_, 0, EPOLL_CTL_DEL);
+        ::close(listen_fd_);
+        listen_fd_ = -1;
+      }
+      accept_paused_until_.reset();
+      // Nobody may join any more: those still proving themselves go too.
+      std::vector<int> pending;
+      for (const auto& [fd, c] : conns_) {
+        if (!c.authenticated) pending.push_back(fd);
+      }
+      for (int fd : pending) drop(fd, nullptr);
+      unlisten_ = false;
+      listening_ = false;
+      listen_changed_.notify_all();
+    }
+  }
+
+  // Logs why a client was dropped or refused, the first few times.
+  void note_offense(const conn& c, const std::string& cause) noexcept {
+    const std::uint64_t n = ++offenses_;
+    if (n > k_logged_drops) return;
+    try {
+      KEEL_LOG_WARN("comm", "store: dropped the client at {}{}: {}", c.peer,
+                    c.authenticated ? "" : " (not authenticated)", cause);
+      if (n == k_logged_drops)
+        KEEL_LOG_WARN("comm", "store: further dropped clients are only counted");
+    } catch (...) {
+    }
+  }
+
+  // Drops a connection for something it sent, logging the cause.
+  void offense(int fd, const std::string& cause) noexcept {
+    auto it = conns_.find(fd);
+    if (it == conns_.end()) return;
+    if (it->second.authenticated) ++dropped_;
+    note_offense(it->second, cause);
+    drop(fd, nullptr);
+  }
+
+  void drop(int fd, const char*) noexcept {
+    auto it = conns_.find(fd);
+    if (it == conns_.end()) return;
+    if (!it->second.authenticated) {
+      --unauthenticated_;
+      ++refused_auth_;  // whatever the way: it never proved the secret
+    }
+    watch(fd, 0, EPOLL_CTL_DEL);
     ::close(fd);
-    conns_.erase(fd);
+    conns_.erase(it);
+    open_ = conns_.size();
     std::erase_if(waiters_, [fd](const waiter& w) { return w.fd == fd; });
   }
 
-  void read_from(int fd) {
+  static bool readable(const conn& c) { return !c.waiting && !c.has_out() && !c.close_after_reply; }
+
+  void update_interest(int fd, const conn& c) noexcept {
+    std::uint32_t ev = EPOLLRDHUP;
+    if (readable(c)) ev |= EPOLLIN;
+    if (c.has_out()) ev |= EPOLLOUT;
+    watch(fd, ev, EPOLL_CTL_MOD);
+  }
+
+  // Where the current part's bytes go and how many are still missing.
+  std::pair<char*, std::size_t> target(conn& c) {
+    switch (c.reading) {
+      case part::answer: return {c.head + c.head_got, wire::k_answer_bytes - c.head_got};
+      case part::head: return {c.head + c.head_got, wire::k_request_head_bytes - c.head_got};
+      default: return {nullptr, 0};
+    }
+  }
+
+  void read_from(int fd, conn& c) {
     char buffer[65536];
-    while (true) {
-      const ssize_t r = ::recv(fd, buffer, sizeof buffer, 0);
-      if (r > 0) {
-        conns_[fd].in.append(buffer, static_cast<std::size_t>(r));
-        continue;
+    std::size_t budget = k_read_budget;
+    while (budget > 0 && readable(c)) {
+      char* dst = nullptr;
+      std::size_t want = 0;
+      std::string* grow = nullptr;
+      if (c.reading == part::answer || c.reading == part::head) {
+        std::tie(dst, want) = target(c);
+      } else {
+        grow = c.reading == part::key ? &c.key : &c.value;
+        const std::uint64_t total = c.reading == part::key ? c.key_len : c.value_len;
+        want =
+            static_cast<std::size_t>(std::min<std::uint64_t>(total - grow->size(), sizeof buffer));
+        dst = buffer;
       }
-      if (r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
-        drop(fd);
-        return;
+      const ssize_t r = ::recv(fd, dst, want, 0);
+      if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) return drop(fd, nullptr);  // the client closed (or reset)
+      budget -= std::min(budget, static_cast<std::size_t>(r));
+      if (grow) {
+        grow->append(buffer, static_cast<std::size_t>(r));
+      } else {
+        c.head_got += static_cast<std::size_t>(r);
       }
-      break;
+      if (!advance(fd, c)) return;  // dropped
     }
-    std::string& in = conns_[fd].in;
-    while (in.size() >= 13) {
-      std::uint32_t key_len;
-      std::uint64_t value_len;
-      std::memcpy(&key_len, in.data() + 1, 4);
-      std::memcpy(&value_len, in.data() + 5, 8);
-      if (in.size() < 13 + key_len + value_len) break;
-      const std::uint8_t cmd = static_cast<std::uint8_t>(in[0]);
-      std::string key = in.substr(13, key_len);
-      std::string value = in.substr(13 + key_len, value_len);
-      in.erase(0, 13 + key_len + value_len);
-      handle(fd, cmd, std::move(key), std::move(value));
-      if (!conns_.count(fd)) return;
+  }
+
+  // Moves to the next part when the current one is complete; false once fd is dropped.
+  bool advance(int fd, conn& c) {
+    switch (c.reading) {
+      case part::answer:
+        if (c.head_got < wire::k_answer_bytes) return true;
+        return finish_handshake(fd, c);
+      case part::head: {
+        if (c.head_got < wire::k_request_head_bytes) return true;
+        c.head_got = 0;
+        c.cmd = static_cast<std::uint8_t>(c.head[0]);
+        std::uint32_t key_len;
+        std::memcpy(&key_len, c.head + 1, 4);
+        std::memcpy(&c.value_len, c.head + 5, 8);
+        c.key_len = key_len;
+        if (c.cmd < wire::k_set || c.cmd > wire::k_wait) {
+          offense(fd, fmt::format("unknown command {}", c.cmd));
+          return false;
+        }
+        if (c.key_len > detail::k_max_key_bytes) {
+          offense(fd, fmt::format("{} with a {}-byte key (the limit is {})", command_name(c.cmd),
+                                  c.key_len, detail::k_max_key_bytes));
+          return false;
+        }
+        if (c.value_len > detail::k_max_value_bytes) {
+          offense(fd,
+                  fmt::format("{} with a {}-byte value (the limit is {} MiB)", command_name(c.cmd),
+                              c.value_len, detail::k_max_value_bytes >> 20));
+          return false;
+        }
+        // Room for what the head announced, no more (pages are touched as bytes arrive).
+        c.key.clear();
+        c.key.reserve(static_cast<std::size_t>(c.key_len));
+        c.value.clear();
+        c.value.reserve(static_cast<std::size_t>(c.value_len));
+        c.reading = part::key;
+        [[fallthrough]];
+      }
+      case part::key:
+        if (c.key.size() < c.key_len) return true;
+        c.reading = part::value;
+        [[fallthrough]];
+      case part::value:
+        if (c.value.size() < c.value_len) return true;
+        c.reading = part::head;
+        return handle(fd, c);
     }
+    return true;
+  }
+
+  bool finish_handshake(int fd, conn& c) {
+    const std::string_view client_nonce(c.head, wire::k_nonce_bytes);
+    const detail::digest expected = wire::client_proof(opts_.secret, c.server_nonce, client_nonce);
+    const auto* got = reinterpret_cast<const std::uint8_t*>(c.head + wire::k_nonce_bytes);
+    c.head_got = 0;
+    if (!detail::equal_digests(expected.data(), got, expected.size())) {
+      note_offense(c, "it does not know the job's secret (KEEL_STORE_SECRET)");
+      c.close_after_reply = true;
+      queue(fd, c, std::string(1, static_cast<char>(wire::k_refused)), nullptr);
+      return false;
+    }
+    c.authenticated = true;
+    --unauthenticated_;
+    ++authenticated_;
+    const detail::digest proof = wire::server_proof(opts_.secret, c.server_nonce, client_nonce);
+    std::string verdict(1, static_cast<char>(wire::k_ok));
+    verdict.append(reinterpret_cast<const char*>(proof.data()), proof.size());
+    c.reading = part::head;
+    return queue(fd, c, std::move(verdict), nullptr);
   }
 
   bool has_all(const std::vector<std::string>& keys) const {
@@ -161,188 +489,403 @@ class tcp_store::server {
     return true;
   }
 
-  void handle(int fd, std::uint8_t cmd, std::string key, std::string value) {
-    switch (cmd) {
-      case k_set:
-        data_[key] = std::move(value);
-        reply(fd, "");
+  // A well-formed request. Errors the client can act on are answered (status k_refused)
+  // and the connection stays; false once fd is dropped.
+  bool handle(int fd, conn& c) {
+    std::string key = std::move(c.key);
+    std::string value = std::move(c.value);
+    c.key = {};
+    c.value = {};
+    const bool takes_value = c.cmd == wire::k_set || c.cmd == wire::k_add;
+    if (!takes_value && !value.empty()) {
+      return refuse(
+          fd, c, fmt::format("{} takes no value, got {} bytes", command_name(c.cmd), value.size()));
+    }
+    switch (c.cmd) {
+      case wire::k_set: {
+        const auto it = data_.find(key);
+        const std::size_t old = it == data_.end() ? 0 : it->first.size() + it->second->size();
+        const std::size_t added = key.size() + value.size();
+        if (stored_bytes_ - old + added > opts_.max_total_bytes) {
+          return refuse(
+              fd, c,
+              fmt::format("SET '{}': {} more bytes would exceed the store's "
+                          "capacity of {} bytes ({} held)",
+                          shown(key), added, opts_.max_total_bytes, stored_bytes_.load()));
+        }
+        auto body = std::make_shared<const std::string>(std::move(value));
+        if (it == data_.end()) {
+          data_.emplace(std::move(key), std::move(body));
+        } else {
+          it->second = std::move(body);
+        }
+        stored_bytes_ = stored_bytes_ - old + added;
+        if (!reply(fd, c, {})) return false;
         wake_waiters();
-        break;
-      case k_add: {
+        return conns_.count(fd) != 0;
+      }
+      case wire::k_add: {
+        if (value.size() != 8) {
+          return refuse(fd, c,
+                        fmt::format("ADD '{}' needs an 8-byte delta, got {} bytes", shown(key),
+                                    value.size()));
+        }
         std::int64_t delta;
         std::memcpy(&delta, value.data(), 8);
-        std::int64_t v = 0;
-        if (auto it = data_.find(key); it != data_.end()) v = std::stoll(it->second);
-        v += delta;
-        data_[key] = std::to_string(v);
-        reply(fd, std::string(reinterpret_cast<const char*>(&v), 8));
-        wake_waiters();
-        break;
-      }
-      case k_check:
-        reply(fd, has_all(split_keys(key)) ? "1" : "0");
-        break;
-      case k_get:
-      case k_wait: {
-        waiter w{fd, cmd, cmd == k_get ? std::vector<std::string>{key} : split_keys(key)};
-        if (has_all(w.keys)) {
-          answer(w);
-        } else {
-          waiters_.push_back(std::move(w));
+        std::int64_t current = 0;
+        const auto it = data_.find(key);
+        if (it != data_.end()) {
+          const auto parsed = detail::parse_counter(*it->second);
+          if (!parsed) {
+            return refuse(fd, c,
+                          fmt::format("ADD '{}': its value ({} bytes) is not a counter", shown(key),
+                                      it->second->size()));
+          }
+          current = *parsed;
         }
-        break;
+        const auto sum = detail::add_counter(current, delta);
+        if (!sum) {
+          return refuse(fd, c,
+                        fmt::format("ADD '{}': {} + {} overflows a 64-bit counter", shown(key),
+                                    current, delta));
+        }
+        auto text = std::make_shared<const std::string>(std::to_string(*sum));
+        const std::size_t old = it == data_.end() ? 0 : it->first.size() + it->second->size();
+        const std::size_t added = key.size() + text->size();
+        if (stored_bytes_ - old + added > opts_.max_total_bytes) {
+          return refuse(fd, c,
+                        fmt::format("ADD '{}': the store is full ({} bytes)", shown(key),
+                                    stored_bytes_.load()));
+        }
+        if (it == data_.end()) {
+          data_.emplace(std::move(key), std::move(text));
+        } else {
+          it->second = std::move(text);
+        }
+        stored_bytes_ = stored_bytes_ - old + added;
+        if (!reply(fd, c,
+                   std::make_shared<const std::string>(reinterpret_cast<const char*>(&*sum), 8))) {
+          return false;
+        }
+        wake_waiters();
+        return conns_.count(fd) != 0;
       }
-      default:
-        drop(fd);
+      case wire::k_check:
+        return reply(fd, c,
+                     std::make_shared<const std::string>(has_all(split_keys(key)) ? "1" : "0"));
+      case wire::k_get:
+      case wire::k_wait: {
+        waiter w{fd, c.cmd, c.cmd == wire::k_get ? std::vector<std::string>{key} : split_keys(key)};
+        if (has_all(w.keys)) return answer(w);
+        c.waiting = true;
+        waiters_.push_back(std::move(w));
+        update_interest(fd, c);
+        return true;
+      }
+      default: offense(fd, fmt::format("unknown command {}", c.cmd)); return false;
     }
   }
 
-  void answer(const waiter& w) { reply(w.fd, w.cmd == k_get ? data_[w.keys[0]] : std::string()); }
+  bool refuse(int fd, conn& c, const std::string& reason) {
+    ++rejected_;
+    KEEL_LOG_DEBUG("comm", "store: refused a request from {}: {}", c.peer, reason);
+    std::string head(1, static_cast<char>(wire::k_refused));
+    const std::uint64_t len = reason.size();
+    head.append(reinterpret_cast<const char*>(&len), 8);
+    head += reason;
+    return queue(fd, c, std::move(head), nullptr);
+  }
+
+  bool reply(int fd, conn& c, std::shared_ptr<const std::string> payload) {
+    std::string head(1, static_cast<char>(wire::k_ok));
+    const std::uint64_t len = payload ? payload->size() : 0;
+    head.append(reinterpret_cast<const char*>(&len), 8);
+    return queue(fd, c, std::move(head), std::move(payload));
+  }
+
+  bool answer(const waiter& w) {
+    auto it = conns_.find(w.fd);
+    if (it == conns_.end()) return false;
+    it->second.waiting = false;
+    std::shared_ptr<const std::string> body;
+    if (w.cmd == wire::k_get) body = data_.at(w.keys[0]);
+    return reply(w.fd, it->second, std::move(body));
+  }
 
   void wake_waiters() {
     for (std::size_t i = 0; i < waiters_.size();) {
       if (has_all(waiters_[i].keys)) {
-        const waiter w = waiters_[i];
+        const waiter w = std::move(waiters_[i]);
         waiters_.erase(waiters_.begin() + static_cast<std::ptrdiff_t>(i));
-        answer(w);
+        answer(w);  // may drop w.fd, which erases its (no other) waiters
       } else {
         ++i;
       }
     }
   }
 
-  void reply(int fd, const std::string& payload) {
-    auto it = conns_.find(fd);
-    if (it == conns_.end()) return;
-    const std::uint64_t len = payload.size();
-    it->second.out.append(reinterpret_cast<const char*>(&len), 8);
-    it->second.out += payload;
-    flush(fd);
+  bool queue(int fd, conn& c, std::string head, std::shared_ptr<const std::string> body) {
+    c.out_head = std::move(head);
+    c.out_body = std::move(body);
+    c.sent = 0;
+    return flush(fd, c);
   }
 
-  void flush(int fd) {
-    auto it = conns_.find(fd);
-    if (it == conns_.end()) return;
-    std::string& out = it->second.out;
-    while (!out.empty()) {
-      const ssize_t w = ::send(fd, out.data(), out.size(), MSG_NOSIGNAL);
+  // Sends what is queued; false once fd is dropped.
+  bool flush(int fd, conn& c) {
+    while (c.has_out()) {
+      const bool in_head = c.sent < c.out_head.size();
+      const char* p =
+          in_head ? c.out_head.data() + c.sent : c.out_body->data() + (c.sent - c.out_head.size());
+      const std::size_t n =
+          in_head ? c.out_head.size() - c.sent : c.out_body->size() - (c.sent - c.out_head.size());
+      const ssize_t w = ::send(fd, p, n, MSG_NOSIGNAL);
       if (w > 0) {
-        out.erase(0, static_cast<std::size_t>(w));
+        c.sent += static_cast<std::size_t>(w);
         continue;
       }
-      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) break;
-      drop(fd);
-      return;
+      if (w < 0 && errno == EINTR) continue;
+      if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+      drop(fd, nullptr);
+      return false;
     }
-    epoll_event ev{};
-    ev.events = EPOLLIN | (out.empty() ? 0u : static_cast<std::uint32_t>(EPOLLOUT));
-    ev.data.fd = fd;
-    ::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, fd, &ev);
+    if (!c.has_out()) {
+      c.out_head.clear();
+      c.out_body.reset();
+      c.sent = 0;
+      if (c.close_after_reply) {
+        drop(fd, nullptr);
+        return false;
+      }
+    }
+    update_interest(fd, c);
+    return true;
   }
 
+  tcp_store_options opts_;
   int listen_fd_ = -1;
   int wake_fd_ = -1;
   int epoll_fd_ = -1;
   std::uint16_t port_ = 0;
   std::atomic<bool> stop_{false};
+  std::atomic<bool> unlisten_{false};
+  std::mutex listen_mutex_;
+  std::condition_variable listen_changed_;
+  std::atomic<bool> listening_{false};
+  std::optional<steady::time_point> accept_paused_until_;
   std::map<int, conn> conns_;
-  std::map<std::string, std::string> data_;
+  std::size_t unauthenticated_ = 0;
+  std::map<std::string, std::shared_ptr<const std::string>> data_;
   std::vector<waiter> waiters_;
+  std::uint64_t offenses_ = 0;
+  std::atomic<std::uint64_t> accepted_{0}, authenticated_{0}, refused_auth_{0},
+      refused_capacity_{0}, dropped_{0}, rejected_{0};
+  std::atomic<std::size_t> open_{0}, stored_bytes_{0};
   std::thread thread_;
 };
 
-tcp_store::tcp_store(const std::string& host, std::uint16_t port, bool is_host, duration timeout)
-    : timeout_(timeout) {
+// ------------------------------------------------------------------ client
+
+tcp_store::tcp_store(const std::string& host, std::uint16_t port, bool is_host, duration timeout,
+                     tcp_store_options opts)
+    : secret_(opts.secret), timeout_(timeout) {
+  if (timeout.count() <= 0) throw keel::invalid_argument("store: timeout must be positive");
+  if (opts.max_connections < 1 || opts.max_unauthenticated < 1 ||
+      opts.handshake_timeout.count() <= 0) {
+    throw keel::invalid_argument("store: connection limits and handshake timeout must be positive");
+  }
+  host_ = host;
   if (is_host) {
-    server_ = std::make_unique<server>(port);
+    std::string bind = opts.bind_address;
+    if (bind.empty()) {
+      bind = net::resolve_ipv4(host);
+      if (!net::is_local_address(bind)) {
+        KEEL_LOG_WARN("comm",
+                      "store: {} ({}) is not an address of this host; listening on "
+                      "every interface (set KEEL_STORE_BIND to choose one)",
+                      host, bind);
+        bind = "0.0.0.0";
+      }
+    } else {
+      bind = net::resolve_ipv4(bind);
+    }
+    if (opts.secret.empty() && !net::is_loopback(bind)) {
+      throw keel::invalid_argument(fmt::format(
+          "store: refusing to listen on {}:{} without a secret: any host that can reach it could "
+          "join or disrupt the job. Set KEEL_STORE_SECRET to the same random string on every "
+          "rank (e.g. export KEEL_STORE_SECRET=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \\n'))",
+          bind, port));
+    }
+    server_ = std::make_unique<server>(bind, port, opts);
     port = server_->port();
+    bind_address_ = bind;
+    host_ = bind == "0.0.0.0" ? std::string("127.0.0.1") : bind;
   }
   port_ = port;
-  fd_ = net::connect_to(is_host ? std::string("127.0.0.1") : host, port,
-                        net::clock::now() + timeout);
+  fd_ = connect_and_authenticate(net::clock::now() + timeout);
   if (fd_ < 0) {
     throw timeout_error(fmt::format("store: no TCP store answered at {}:{} within {} ms", host,
                                     port, timeout.count()),
                         "store", 0, 0);
   }
-  host_ = is_host ? std::string("127.0.0.1") : host;
 }
 
 tcp_store::~tcp_store() {
   if (fd_ >= 0) ::close(fd_);
 }
 
+void tcp_store::stop_listening() {
+  if (server_) server_->stop_listening();
+}
+
+tcp_store_stats tcp_store::stats() const { return server_ ? server_->stats() : tcp_store_stats{}; }
+
+int tcp_store::connect_and_authenticate(net::clock::time_point deadline) {
+  while (true) {
+    const int fd = net::connect_to(host_, port_, deadline);
+    if (fd < 0) return -1;
+    try {
+      char challenge[wire::k_challenge_bytes];
+      if (!net::recv_all(fd, challenge, sizeof challenge, deadline)) {
+        ::close(fd);
+        return -1;
+      }
+      if (std::string_view(challenge, wire::k_magic.size()) != wire::k_magic) {
+        throw auth_error(fmt::format("store: the process at {}:{} is not a keel TCP store (it "
+                                     "greeted with something else)",
+                                     host_, port_),
+                         "store", 0, 0);
+      }
+      const std::string server_nonce(challenge + wire::k_magic.size(), wire::k_nonce_bytes);
+      const std::string client_nonce = detail::random_bytes(wire::k_nonce_bytes);
+      const detail::digest proof = wire::client_proof(secret_, server_nonce, client_nonce);
+      std::string answer = client_nonce;
+      answer.append(reinterpret_cast<const char*>(proof.data()), proof.size());
+      std::uint8_t verdict = 0;
+      if (!net::send_all(fd, answer.data(), answer.size(), deadline) ||
+          !net::recv_all(fd, &verdict, 1, deadline)) {
+        ::close(fd);
+        return -1;
+      }
+      if (verdict != wire::k_ok) {
+        throw auth_error(fmt::format("store: the TCP store at {}:{} refused this rank: its "
+                                     "KEEL_STORE_SECRET differs from rank 0's (or is set on one "
+                                     "side only)",
+                                     host_, port_),
+                         "store", 0, 0);
+      }
+      std::uint8_t theirs[wire::k_proof_bytes];
+      if (!net::recv_all(fd, theirs, sizeof theirs, deadline)) {
+        ::close(fd);
+        return -1;
+      }
+      const detail::digest expected = wire::server_proof(secret_, server_nonce, client_nonce);
+      if (!detail::equal_digests(expected.data(), theirs, sizeof theirs)) {
+        throw auth_error(fmt::format("store: the process at {}:{} does not know this job's "
+                                     "KEEL_STORE_SECRET: it is not this job's store",
+                                     host_, port_),
+                         "store", 0, 0);
+      }
+      return fd;
+    } catch (const keel::backend_error&) {
+      // Closed before the handshake finished: the server is at its connection limit or was
+      // just replaced. Try again while there is time.
+      ::close(fd);
+      if (net::clock::now() + std::chrono::milliseconds(10) >= deadline) return -1;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    } catch (...) {
+      ::close(fd);
+      throw;
+    }
+  }
+}
+
 bytes tcp_store::request(std::uint8_t cmd, const std::string& key, const bytes& value,
                          duration timeout) {
+  detail::check_store_limits(command_name(cmd), key.size(), value.size());
   std::lock_guard lock(mutex_);
   const auto deadline = net::clock::now() + timeout;
   if (fd_ < 0) {  // dropped after an earlier timeout
-    fd_ = net::connect_to(host_, port_, deadline);
+    fd_ = connect_and_authenticate(deadline);
     if (fd_ < 0) {
-      throw timeout_error(fmt::format("store: cannot reconnect to {}:{}", host_, port_), "store",
-                          0, 0);
+      throw timeout_error(fmt::format("store: cannot reconnect to {}:{}", host_, port_), "store", 0,
+                          0);
     }
   }
-  std::string head(13, '\0');
-  head[0] = static_cast<char>(cmd);
-  const std::uint32_t key_len = static_cast<std::uint32_t>(key.size());
-  const std::uint64_t value_len = value.size();
-  std::memcpy(head.data() + 1, &key_len, 4);
-  std::memcpy(head.data() + 5, &value_len, 8);
-  head += key;
-  head.append(reinterpret_cast<const char*>(value.data()), value.size());
+  const std::string head = wire::encode_request(
+      cmd, key, std::string_view(reinterpret_cast<const char*>(value.data()), value.size()));
+  char response[wire::k_response_head_bytes];
   std::uint64_t len = 0;
   bytes payload;
+  auto fail = [&](const std::string& why) {
+    ::close(fd_);
+    fd_ = -1;
+    throw peer_error(
+        fmt::format("store: {} from the TCP store at {}:{} (rank 0)", why, host_, port_), "store",
+        0, 0);
+  };
   try {
     bool ok = net::send_all(fd_, head.data(), head.size(), deadline) &&
-              net::recv_all(fd_, &len, 8, deadline);
+              net::recv_all(fd_, response, sizeof response, deadline);
     if (ok) {
-      payload.resize(len);
-      ok = net::recv_all(fd_, payload.data(), len, deadline);
+      std::memcpy(&len, response + 1, 8);
+      if (len > detail::k_max_value_bytes + 65536 ||
+          (response[0] != wire::k_ok && response[0] != wire::k_refused)) {
+        fail("a malformed reply");
+      }
+      payload.resize(static_cast<std::size_t>(len));
+      ok = net::recv_all(fd_, payload.data(), payload.size(), deadline);
     }
     if (!ok) {
       ::close(fd_);
       fd_ = -1;
-      std::string shown = key;
-      std::replace(shown.begin(), shown.end(), '\0', ',');
-      throw timeout_error(fmt::format("store: key(s) {} did not appear within {} ms", shown,
-                                      timeout.count()),
-                          "store", 0, 0);
+      throw timeout_error(
+          fmt::format("store: key(s) {} did not appear within {} ms", shown(key), timeout.count()),
+          "store", 0, 0);
     }
   } catch (const keel::backend_error& e) {
     ::close(fd_);
     fd_ = -1;
-    throw peer_error(fmt::format("store: lost the TCP store at {}:{} (rank 0): {}", host_, port_,
-                                 e.what()),
-                     "store", 0, 0);
+    throw peer_error(
+        fmt::format("store: lost the TCP store at {}:{} (rank 0): {}", host_, port_, e.what()),
+        "store", 0, 0);
+  }
+  if (response[0] == wire::k_refused) {
+    throw keel::invalid_argument(
+        fmt::format("store: {}", std::string(payload.begin(), payload.end())));
   }
   return payload;
 }
 
 void tcp_store::set(const std::string& key, const bytes& value) {
-  request(k_set, key, value, timeout_);
+  request(wire::k_set, key, value, timeout_);
 }
 
 bytes tcp_store::get(const std::string& key, duration timeout) {
-  return request(k_get, key, {}, timeout);
+  return request(wire::k_get, key, {}, timeout);
 }
 
 std::int64_t tcp_store::add(const std::string& key, std::int64_t delta) {
   bytes d(8);
   std::memcpy(d.data(), &delta, 8);
-  const bytes r = request(k_add, key, d, timeout_);
+  const bytes r = request(wire::k_add, key, d, timeout_);
+  if (r.size() != 8) {
+    throw peer_error(
+        fmt::format("store: ADD '{}' got a {}-byte reply, expected 8", shown(key), r.size()),
+        "store", 0, 0);
+  }
   std::int64_t v = 0;
-  if (r.size() == 8) std::memcpy(&v, r.data(), 8);
+  std::memcpy(&v, r.data(), 8);
   return v;
 }
 
 bool tcp_store::check(const std::vector<std::string>& keys) {
-  const bytes r = request(k_check, join_keys(keys), {}, timeout_);
+  const bytes r = request(wire::k_check, join_keys(keys), {}, timeout_);
   return r.size() == 1 && r[0] == '1';
 }
 
 void tcp_store::wait(const std::vector<std::string>& keys, duration timeout) {
-  request(k_wait, join_keys(keys), {}, timeout);
+  request(wire::k_wait, join_keys(keys), {}, timeout);
 }
 
 }  // namespace keel::comm

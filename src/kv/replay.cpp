@@ -71,8 +71,8 @@ replay_result replay(const trace& t, const replay_options& options) {
 std::optional<std::size_t> parse_capacity(const std::string& text, std::size_t block_size) {
   auto bad = [&](const char* why) {
     return keel::invalid_argument(fmt::format(
-        "capacity '{}': {} (expected inf, or N[k|M|G][tokens|blocks], e.g. 3M or 5859blocks)",
-        text, why));
+        "capacity '{}': {} (expected inf, or N[k|M|G][tokens|blocks], e.g. 3M or 5859blocks)", text,
+        why));
   };
   std::string s;
   for (const char c : text) {
@@ -92,7 +92,8 @@ std::optional<std::size_t> parse_capacity(const std::string& text, std::size_t b
   double scale = 1;
   if (!s.empty()) {
     switch (s.back()) {
-      case 'k': case 'K': scale = 1e3; break;
+      case 'k':
+      case 'K': scale = 1e3; break;
       case 'M': scale = 1e6; break;
       case 'G': scale = 1e9; break;
       default: break;
@@ -124,8 +125,12 @@ replay_result replay_once(const trace& t, const replay_options& options) {
   if (options.capacity_blocks && *options.capacity_blocks == 0) {
     throw keel::invalid_argument("replay: capacity must be at least one block");
   }
+  // A cache larger than everything the trace can place in it never evicts, so it answers as
+  // that size does: the pool (and the index) are sized by the smaller of the two, and a
+  // "10G" or "1Gblocks" capacity costs no more memory than "inf".
+  const std::size_t needed = unbounded_capacity(t);
   const std::size_t capacity =
-      options.capacity_blocks ? *options.capacity_blocks : unbounded_capacity(t);
+      options.capacity_blocks ? std::min(*options.capacity_blocks, needed) : needed;
   auto policy = make_policy(options.policy);
   auto index = make_index(options.index, capacity);
   const bool offline = policy->offline();
@@ -153,9 +158,9 @@ replay_result replay_once(const trace& t, const replay_options& options) {
     if (!options.hold) {
       auto seq = pool.allocate(r.hashes, r.input_length, hints);
       if (!seq) {
-        throw keel::invalid_argument(fmt::format(
-            "replay: request {} needs {} blocks but the cache holds only {}", i,
-            blocks_of(t, r), capacity));
+        throw keel::invalid_argument(
+            fmt::format("replay: request {} needs {} blocks but the cache holds only {}", i,
+                        blocks_of(t, r), capacity));
       }
       pool.release(*seq);
       continue;
@@ -175,8 +180,8 @@ replay_result replay_once(const trace& t, const replay_options& options) {
       continue;
     }
     const auto hit = static_cast<double>(pool.stats().hit_tokens - hits_before);
-    const double prefill_ms = (static_cast<double>(r.input_length) - hit) /
-                              options.model.prefill_tokens_per_s * 1000.0;
+    const double prefill_ms =
+        (static_cast<double>(r.input_length) - hit) / options.model.prefill_tokens_per_s * 1000.0;
     const double decode_ms =
         static_cast<double>(r.output_length) * options.model.decode_ms_per_token;
     held_blocks += seq->blocks.size();

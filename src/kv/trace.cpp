@@ -8,10 +8,11 @@
 
 #include <algorithm>
 #include <charconv>
-#include <fstream>
+#include <memory>
 #include <optional>
 
 #include "keel/core/error.hpp"
+#include "keel/core/input_file.hpp"
 #include "keel/kv/block_hash.hpp"
 
 namespace keel::kv {
@@ -20,7 +21,10 @@ namespace {
 class line_reader {
  public:
   line_reader(std::string_view text, const std::string& source, std::size_t line)
-      : begin_(text.data()), p_(text.data()), end_(text.data() + text.size()), source_(source),
+      : begin_(text.data()),
+        p_(text.data()),
+        end_(text.data() + text.size()),
+        source_(source),
         line_(line) {}
 
   [[noreturn]] void fail(const std::string& message) const {
@@ -239,9 +243,7 @@ trace parse_trace(std::istream& in, const std::string& source, std::size_t block
     }
     rd.expect('}');
     if (!rd.at_end()) rd.fail("trailing characters after the object");
-    auto fail = [&](const std::string& message) {
-      throw parse_error(source, line_no, 1, message);
-    };
+    auto fail = [&](const std::string& message) { throw parse_error(source, line_no, 1, message); };
     if (!timestamp) fail("missing \"timestamp\"");
     r.timestamp_ms = *timestamp;
     if (have_ids) {
@@ -249,9 +251,10 @@ trace parse_trace(std::istream& in, const std::string& source, std::size_t block
       r.input_length = *input_length;
       const std::size_t want = (r.input_length + block_size - 1) / block_size;
       if (r.hashes.size() != want) {
-        fail(fmt::format("{} hash_ids for input_length {} but that is {} blocks of {} tokens "
-                         "(Mooncake traces use --block-size 512)",
-                         r.hashes.size(), r.input_length, want, block_size));
+        fail(
+            fmt::format("{} hash_ids for input_length {} but that is {} blocks of {} tokens "
+                        "(Mooncake traces use --block-size 512)",
+                        r.hashes.size(), r.input_length, want, block_size));
       }
     } else if (have_tokens) {
       r.input_length = input_length.value_or(tokens.size());
@@ -274,9 +277,8 @@ trace parse_trace(std::istream& in, const std::string& source, std::size_t block
 }
 
 trace load_trace(const std::string& path, std::size_t block_size) {
-  std::ifstream in(path);
-  if (!in) throw keel::io_error(fmt::format("{}: cannot open for reading", path));
-  return parse_trace(in, path, block_size);
+  const std::unique_ptr<std::istream> in = open_input_file(path);
+  return parse_trace(*in, path, block_size);
 }
 
 }  // namespace keel::kv

@@ -7,10 +7,17 @@ namespace keel::memory {
 namespace {
 
 constexpr std::uint64_t k_alignment = 2u << 20;
+constexpr std::uint64_t k_top = ~std::uint64_t{0};
+std::uint64_t align_down(std::uint64_t x) { return x / k_alignment * k_alignment; }
+// Address arithmetic saturates at the top of the address space instead of wrapping; a
+// placement that would reach it is refused.
+std::uint64_t end_of(std::uint64_t address, std::uint64_t bytes) {
+  return bytes > k_top - address ? k_top : address + bytes;
+}
 std::uint64_t align_up(std::uint64_t x) {
+  if (x > k_top - (k_alignment - 1)) return align_down(k_top);
   return (x + k_alignment - 1) / k_alignment * k_alignment;
 }
-std::uint64_t align_down(std::uint64_t x) { return x / k_alignment * k_alignment; }
 
 }  // namespace
 
@@ -26,7 +33,7 @@ address_plan::address_plan(std::vector<driver_call> calls, std::vector<std::uint
   for (const driver_call& c : calls_) {
     if (!c.alloc) continue;
     low = std::min(low, c.addr);
-    high = std::max(high, c.addr + c.size);
+    high = std::max(high, end_of(c.addr, c.size));
   }
   for (std::uint64_t base : range_bases_) {
     low = std::min(low, base);
@@ -39,39 +46,46 @@ address_plan::address_plan(std::vector<driver_call> calls, std::vector<std::uint
 }
 
 bool address_plan::fits(std::uint64_t address, std::uint64_t bytes) const {
+  if (bytes > k_top - address) return false;
   auto it = live_.upper_bound(address);
   if (it != live_.end() && it->first < address + bytes) return false;
-  if (it != live_.begin() && std::prev(it)->first + std::prev(it)->second > address) return false;
+  if (it != live_.begin() && end_of(std::prev(it)->first, std::prev(it)->second) > address)
+    return false;
   return true;
 }
 
-std::uint64_t address_plan::model_place(std::uint64_t bytes) const {
+std::optional<std::uint64_t> address_plan::model_place(std::uint64_t bytes) const {
+  if (bytes > align_down(k_top)) return std::nullopt;
   const std::uint64_t size = align_up(bytes);
+  const auto room = [&](std::uint64_t address) -> std::optional<std::uint64_t> {
+    if (size > k_top - address) return std::nullopt;  // the address space ends first
+    return address;
+  };
   if (order_ == address_order::ascending) {
     std::uint64_t cursor = low_;
     for (const auto& [address, length] : live_) {
-      if (address + length <= cursor) continue;
-      if (address >= cursor + size) break;
-      cursor = align_up(address + length);
+      if (end_of(address, length) <= cursor) continue;
+      if (address >= end_of(cursor, size)) break;
+      cursor = align_up(end_of(address, length));
     }
-    return cursor;
+    return room(cursor);
   }
   std::uint64_t top = high_;
   for (auto it = live_.rbegin(); it != live_.rend(); ++it) {
     const auto [address, length] = *it;
     if (address >= top) continue;
-    if (address + length + size <= top) break;
+    if (end_of(end_of(address, length), size) <= top) break;
     top = align_down(address);
   }
   if (top < size) {  // nothing left below: go above everything instead
-    if (live_.empty()) return low_;
+    if (live_.empty()) return room(low_);
     const auto last = live_.rbegin();
-    return align_up(last->first + last->second);
+    return room(align_up(end_of(last->first, last->second)));
   }
   return top - size;
 }
 
-std::uint64_t address_plan::place_segment(std::uint64_t bytes) {
+std::optional<std::uint64_t> address_plan::place_segment(std::uint64_t bytes) {
   if (in_step_ && next_call_ < calls_.size()) {
     const driver_call& c = calls_[next_call_];
     if (c.alloc && c.size == bytes && fits(c.addr, bytes)) {
@@ -82,8 +96,8 @@ std::uint64_t address_plan::place_segment(std::uint64_t bytes) {
     }
   }
   in_step_ = false;
-  const std::uint64_t address = model_place(bytes);
-  live_.emplace(address, bytes);
+  const std::optional<std::uint64_t> address = model_place(bytes);
+  if (address) live_.emplace(*address, bytes);
   return address;
 }
 
@@ -101,7 +115,7 @@ void address_plan::free_segment(std::uint64_t address) noexcept {
   in_step_ = false;
 }
 
-std::uint64_t address_plan::place_range(std::uint64_t bytes) {
+std::optional<std::uint64_t> address_plan::place_range(std::uint64_t bytes) {
   while (next_range_ < range_bases_.size()) {
     const std::uint64_t base = range_bases_[next_range_++];
     if (fits(base, bytes)) {
@@ -109,8 +123,8 @@ std::uint64_t address_plan::place_range(std::uint64_t bytes) {
       return base;
     }
   }
-  const std::uint64_t address = model_place(bytes);
-  live_.emplace(address, bytes);
+  const std::optional<std::uint64_t> address = model_place(bytes);
+  if (address) live_.emplace(*address, bytes);
   return address;
 }
 
@@ -133,7 +147,7 @@ address_plan::inference address_plan::infer(const std::vector<driver_call>& star
     std::size_t hits = 0;
     for (const driver_call& c : calls) {
       if (c.alloc) {
-        const std::uint64_t predicted = model.model_place(c.size);
+        const std::optional<std::uint64_t> predicted = model.model_place(c.size);
         hits += predicted == c.addr;
         // Keep the model's state equal to the recording's, whatever it predicted.
         if (model.fits(c.addr, c.size)) model.live_.emplace(c.addr, c.size);

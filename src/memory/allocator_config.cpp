@@ -13,6 +13,7 @@
 #include <limits>
 
 #include "keel/core/error.hpp"
+#include "keel/memory/backend.hpp"
 
 namespace keel::memory {
 namespace {
@@ -20,6 +21,7 @@ namespace {
 constexpr std::size_t k_mb = 1u << 20;
 constexpr std::size_t k_min_large_alloc_mb = 10;  // PyTorch's kMinLargeAlloc / 1 MiB
 constexpr std::size_t k_max_register_threads = 128;
+constexpr std::uint64_t k_max_limit_mb = k_max_device_bytes / k_mb;  // 2^42 MiB
 
 bool is_legacy(pytorch_grammar g) { return g == pytorch_grammar::cuda_allocator_config; }
 
@@ -319,9 +321,8 @@ class applier {
             fmt::format("CachingAllocator option {} too small, must be >= {}", it.key->text, min));
       }
     }
-    return static_cast<std::size_t>(
-               std::min<std::uint64_t>(v, allocator_config::k_unlimited / k_mb)) *
-           k_mb;
+    // Capped at k_max_device_bytes, more than any request (PyTorch's own product wraps).
+    return static_cast<std::size_t>(std::min(v, k_max_limit_mb)) * k_mb;
   }
 
   void roundup(const item& it) {
@@ -444,9 +445,7 @@ class applier {
           bad(it, fmt::format("CachingAllocator option large_segment_size_mb must be > {} MB",
                               k_min_large_alloc_mb));
         }
-        c_.large_segment_size = static_cast<std::size_t>(std::min<std::uint64_t>(
-                                    v, allocator_config::k_unlimited / k_mb)) *
-                                k_mb;
+        c_.large_segment_size = static_cast<std::size_t>(std::min(v, k_max_limit_mb)) * k_mb;
         break;
       }
       case key_id::policy: {
@@ -712,18 +711,23 @@ std::size_t allocator_config::divisions_for(std::size_t size) const noexcept {
 
 std::size_t allocator_config::round_size(std::size_t size) const noexcept {
   constexpr std::size_t k_min_block = 512;
+  constexpr std::size_t k_max = std::numeric_limits<std::size_t>::max();
   if (size < k_min_block) return k_min_block;
   const std::size_t divisions = divisions_for(size);
-  if (divisions <= 1 || size <= k_min_block * divisions) {
+  // size <= 512 * divisions, without forming the product (it wraps for huge divisions).
+  const std::size_t blocks = size / k_min_block + (size % k_min_block != 0);
+  if (divisions <= 1 || blocks <= divisions) {
+    if (size > k_max - (k_min_block - 1)) return k_max;  // saturates: no allocator serves it
     return (size + k_min_block - 1) / k_min_block * k_min_block;
   }
   // The next of `divisions` equal steps between the surrounding powers of two.
   if (std::has_single_bit(size)) return size;
   const std::size_t floor = std::bit_floor(size);
   const std::size_t step = floor >> (std::bit_width(divisions) - 1);
-  if (step == 0) return floor << 1;
+  if (step == 0) return floor > k_max / 2 ? k_max : floor << 1;
   const std::size_t rounded_down = size & ~(step - 1);
-  return rounded_down == size ? size : rounded_down + step;
+  if (rounded_down == size) return size;
+  return rounded_down > k_max - step ? k_max : rounded_down + step;
 }
 
 }  // namespace keel::memory

@@ -9,6 +9,7 @@
 #include <bit>
 #include <chrono>
 #include <deque>
+#include <limits>
 #include <map>
 #include <memory_resource>
 #include <mutex>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "keel/core/bytes.hpp"
+#include "keel/core/check.hpp"
 #include "keel/core/error.hpp"
 #include "keel/core/log.hpp"
 
@@ -29,12 +31,11 @@ struct block_pool;
 struct expandable_segment {
   expandable_segment(std::uint64_t base_address, std::size_t page_size, std::size_t pages,
                      stream_id on)
-      : base(base_address), page(page_size), max_pages(pages), mapped(pages, false), stream(on) {}
+      : base(base_address), page(page_size), max_pages(pages), stream(on) {}
 
   std::uint64_t base = 0;
   std::size_t page = 0;
   std::size_t max_pages = 0;
-  std::vector<bool> mapped;
   stream_id stream = 0;
 
   std::size_t size() const noexcept { return page * max_pages; }
@@ -56,7 +57,13 @@ struct block {
   bool mapped = true;
 
   bool is_split() const noexcept { return prev != nullptr || next != nullptr; }
+  // Links this block between `before` and `after`, which must be its neighbours in memory.
   void splice(block* before, block* after) noexcept {
+    KEEL_DCHECK(before == nullptr || before->ptr + before->size == ptr,
+                "splice: block {:#x}+{} does not end where {:#x} starts", before->ptr, before->size,
+                ptr);
+    KEEL_DCHECK(after == nullptr || ptr + size == after->ptr,
+                "splice: block {:#x}+{} does not end where {:#x} starts", ptr, size, after->ptr);
     if (before != nullptr) before->next = this;
     prev = before;
     if (after != nullptr) after->prev = this;
@@ -86,9 +93,16 @@ struct block_pool {
   bool is_small;
   std::int64_t get_free_blocks_call_count = 0;
 
+  // A free, mapped block of this pool enters the best-fit set (once).
   void insert(block* b) {
+    KEEL_DCHECK(b->pool == this, "block {:#x} inserted into another pool", b->ptr);
+    KEEL_DCHECK(!b->allocated && b->mapped && b->event_count == 0,
+                "block {:#x} inserted into its pool while in use or unmapped", b->ptr);
+    KEEL_DCHECK(b->size > 0, "empty block {:#x} inserted into its pool", b->ptr);
     b->gc_count_base = get_free_blocks_call_count;
-    blocks.insert(b);
+    const bool inserted = blocks.insert(b).second;
+    KEEL_DCHECK(inserted, "block {:#x} inserted into its pool twice", b->ptr);
+    static_cast<void>(inserted);
   }
   std::int64_t age(const block* b) const noexcept {
     return get_free_blocks_call_count - b->gc_count_base;
@@ -104,6 +118,14 @@ struct alloc_params {
 };
 
 std::uint64_t round_up(std::uint64_t x, std::uint64_t to) { return (x + to - 1) / to * to; }
+
+// fraction * bytes as a size, saturating (a double at or above 2^64 does not convert).
+std::size_t scaled(double fraction, std::size_t bytes) {
+  const double v = fraction * static_cast<double>(bytes);
+  if (!(v > 0.0)) return 0;
+  if (v >= 18446744073709551616.0) return std::numeric_limits<std::size_t>::max();
+  return static_cast<std::size_t>(v);
+}
 
 std::int64_t now_us() {
   return std::chrono::duration_cast<std::chrono::microseconds>(
@@ -121,9 +143,10 @@ class caching_allocator::impl {
         device_(device),
         large_(false, &nodes_),
         small_(true, &nodes_) {
-    stats_.max_split_size = config.max_split_size == allocator_config::k_unlimited
-                                ? -1
-                                : static_cast<std::int64_t>(config.max_split_size);
+    stats_.max_split_size =
+        config.max_split_size == allocator_config::k_unlimited
+            ? -1
+            : static_cast<std::int64_t>(std::min(config.max_split_size, k_max_device_bytes));
     expandable_ = config.expandable_segments || config.policy == policy_kind::keel;
     if (expandable_ && !backend_.supports_virtual_memory()) {
       KEEL_LOG_WARN("memory", "backend {} has no virtual memory: expandable segments disabled",
@@ -154,6 +177,13 @@ class caching_allocator::impl {
 
   std::uint64_t allocate(std::size_t orig_size, stream_id stream) {
     if (orig_size == 0) return 0;
+    if (orig_size > k_max_device_bytes) {
+      // Out of every device's domain; refused before rounding (which would not fit).
+      throw out_of_memory(fmt::format(
+          "CUDA out of memory. Tried to allocate {} ({} bytes): more than any device has (keel "
+          "refuses requests above {}).",
+          format_size(orig_size), orig_size, format_size(k_max_device_bytes)));
+    }
     std::unique_lock lock(mutex_);
     process_events();
     const std::size_t size = round_size(orig_size);
@@ -224,8 +254,7 @@ class caching_allocator::impl {
       throw invalid_argument(fmt::format("memory fraction {} is outside [0, 1]", fraction));
     }
     std::lock_guard lock(mutex_);
-    allowed_memory_maximum_ =
-        static_cast<std::size_t>(fraction * static_cast<double>(backend_.capacity()));
+    allowed_memory_maximum_ = scaled(fraction, backend_.capacity());
     set_fraction_ = true;
   }
 
@@ -269,8 +298,21 @@ class caching_allocator::impl {
     std::vector<std::uint64_t> live_addresses;
     std::vector<std::pair<std::size_t, std::vector<const imported_segment*>>> ranges;  // by number
     for (const imported_segment& seg : segments) {
+      if (seg.total_size > k_max_device_bytes) throw_start_does_not_fit(seg.total_size);
       std::size_t sum = 0;
-      for (const imported_block& ib : seg.blocks) sum += ib.size;
+      for (const imported_block& ib : seg.blocks) {
+        if (ib.size == 0 || ib.size > seg.total_size - sum) {
+          throw invalid_argument(fmt::format(
+              "import: a block of {} bytes does not fit the {}-byte segment after {} bytes",
+              ib.size, seg.total_size, sum));
+        }
+        if (ib.live && ib.requested_size > ib.size) {
+          throw invalid_argument(
+              fmt::format("import: a live block of {} bytes holds a request of {} bytes", ib.size,
+                          ib.requested_size));
+        }
+        sum += ib.size;
+      }
       if (sum != seg.total_size || seg.blocks.empty()) {
         throw invalid_argument(
             fmt::format("import: blocks sum to {} but the segment holds {}", sum, seg.total_size));
@@ -282,6 +324,8 @@ class caching_allocator::impl {
         it->second.push_back(&seg);
         continue;
       }
+      if (seg.total_size > k_max_device_bytes - total_allocated_memory_)
+        throw_start_does_not_fit(seg.total_size);
       const std::optional<std::uint64_t> base = backend_.allocate_segment(seg.total_size);
       if (!base) throw_start_does_not_fit(seg.total_size);
       block_pool& pool = seg.is_small ? small_ : large_;
@@ -306,6 +350,11 @@ class caching_allocator::impl {
               [](const auto* a, const auto* b) { return a->range_offset < b->range_offset; });
     block_pool& pool = runs.front()->is_small ? small_ : large_;
     const std::size_t page = page_size_for(pool);
+    // A range larger than any device (offsets come from recorded addresses) cannot be held.
+    if (runs.back()->range_offset > k_max_device_bytes ||
+        runs.back()->total_size > k_max_device_bytes) {
+      throw_start_does_not_fit(runs.back()->total_size);
+    }
     const std::size_t needed = runs.back()->range_offset + runs.back()->total_size;
     const std::size_t pages = std::max(range_pages(page), (needed + page - 1) / page);
     const stream_id stream = runs.front()->stream;
@@ -332,7 +381,8 @@ class caching_allocator::impl {
                         run->range_offset, run->total_size, page));
       }
       unmapped_gap(run->range_offset);
-      if (map_range(*es, es->base + run->range_offset, run->total_size) == 0) {
+      if (run->total_size > k_max_device_bytes - total_allocated_memory_ ||
+          map_range(*es, es->base + run->range_offset, run->total_size) == 0) {
         throw_start_does_not_fit(run->total_size);
       }
       total_allocated_memory_ += run->total_size;
@@ -507,8 +557,10 @@ class caching_allocator::impl {
     }
     // Never hand an oversize block to a small request; round oversize requests only so far.
     if (p.size < config_.max_split_size && (*it)->size >= config_.max_split_size) return false;
+    // (*it)->size >= p.size: the set orders by size within the stream. Subtracting cannot wrap
+    // where p.size + max_non_split_rounding_size could.
     if (p.size >= config_.max_split_size &&
-        (*it)->size >= p.size + config_.max_non_split_rounding_size) {
+        (*it)->size - p.size >= config_.max_non_split_rounding_size) {
       return false;
     }
     p.found = *it;
@@ -523,8 +575,8 @@ class caching_allocator::impl {
   }
 
   void garbage_collect_cached_blocks() {
-    const auto threshold = static_cast<std::size_t>(config_.garbage_collection_threshold *
-                                                    static_cast<double>(allowed_memory_maximum_));
+    const std::size_t threshold =
+        scaled(std::min(config_.garbage_collection_threshold, 1.0), allowed_memory_maximum_);
     if (total_allocated_memory_ <= threshold) return;
     const std::size_t target = total_allocated_memory_ - threshold;
     std::size_t reclaimed = 0;
@@ -558,6 +610,10 @@ class caching_allocator::impl {
   bool alloc_block(alloc_params& p, bool is_retry) {
     if (is_retry) ++stats_.num_alloc_retries;
     const std::size_t size = p.alloc_size;
+    KEEL_DCHECK(total_allocated_memory_ <= k_max_device_bytes, "reserved {} exceeds the cap",
+                total_allocated_memory_);
+    // Never more than k_max_device_bytes in total, so that no sum of sizes wraps.
+    if (size > k_max_device_bytes - total_allocated_memory_) return false;
     if (set_fraction_ && total_allocated_memory_ + size > allowed_memory_maximum_) return false;
     if (expandable_) {
       p.found = try_allocate_expandable_block(p.stream, p.pool, p.size);
@@ -650,8 +706,11 @@ class caching_allocator::impl {
     block* b = p.found;
     block_pool& pool = *p.pool;
     const bool already_split = b->is_split();
+    KEEL_DCHECK(b->size >= p.size, "block {:#x} of {} bytes handed out for {}", b->ptr, b->size,
+                p.size);
     if (split) {
       block* remaining = b;
+      KEEL_DCHECK(remaining->size > p.size, "splitting {:#x}: nothing remains", remaining->ptr);
       b = new_block(p.stream, p.size, &pool, remaining->ptr);
       b->expandable = remaining->expandable;
       b->prev = remaining->prev;
@@ -731,6 +790,10 @@ class caching_allocator::impl {
         dst->mapped != src->mapped) {
       return 0;
     }
+    KEEL_DCHECK(dst->prev == src ? src->ptr + src->size == dst->ptr
+                                 : dst->next == src && dst->ptr + dst->size == src->ptr,
+                "merging {:#x}+{} with {:#x}+{}: not neighbours", dst->ptr, dst->size, src->ptr,
+                src->size);
     if (dst->prev == src) {
       dst->ptr = src->ptr;
       dst->prev = src->prev;
@@ -796,9 +859,10 @@ class caching_allocator::impl {
     const std::size_t begin = (ptr - es.base) / es.page;
     const std::size_t end = (ptr + size - es.base + es.page - 1) / es.page;
     if (begin >= end) return 0;
-    if (!backend_.map_pages(es.base, begin * es.page, (end - begin) * es.page)) return 0;
-    for (std::size_t i = begin; i < end; ++i) es.mapped[i] = true;
-    return (end - begin) * es.page;
+    const std::size_t bytes = (end - begin) * es.page;
+    if (bytes > k_max_device_bytes - total_allocated_memory_) return 0;
+    if (!backend_.map_pages(es.base, begin * es.page, bytes)) return 0;
+    return bytes;
   }
 
   // Unmaps the whole pages inside [ptr, ptr + size); returns {start, bytes}.
@@ -808,7 +872,6 @@ class caching_allocator::impl {
     const std::size_t end = (ptr + size - es.base) / es.page;
     if (begin >= end) return {ptr, 0};
     backend_.unmap_pages(es.base, begin * es.page, (end - begin) * es.page);
-    for (std::size_t i = begin; i < end; ++i) es.mapped[i] = false;
     return {es.base + begin * es.page, (end - begin) * es.page};
   }
 
@@ -1023,7 +1086,9 @@ class caching_allocator::impl {
 void caching_allocator::impl::throw_out_of_memory(const alloc_params& p, std::size_t orig_size) {
   const std::size_t device_free = backend_.free_bytes();
   const std::size_t total = backend_.capacity();
-  record(trace_action::oom, 0, p.size, p.stream, device_free);
+  // A simulated device of unlimited capacity reports nearly 2^64 bytes free; the trace keeps
+  // what a snapshot may hold.
+  record(trace_action::oom, 0, p.size, p.stream, std::min(device_free, k_max_device_bytes));
   ++stats_.num_ooms;
   const auto allocated = static_cast<std::size_t>(stats_.allocated_bytes[k_all].current);
   const auto reserved = static_cast<std::size_t>(stats_.reserved_bytes[k_all].current);
@@ -1078,18 +1143,23 @@ void caching_allocator::impl::throw_out_of_memory(const alloc_params& p, std::si
       fmt::format(" {} is held by blocks waiting for cross-stream frees.", format_size(pending));
   message += " empty_cache() was already tried and returned every unsplit cached segment.";
 
-  // What would have served this request from the current state.
+  // What would have served this request from the current state (sums saturate: a device of
+  // "unlimited" capacity reports nearly 2^64 bytes free).
   const std::size_t need = p.size;
+  const auto plus = [](std::size_t a, std::size_t b) {
+    return b > std::numeric_limits<std::size_t>::max() - a ? std::numeric_limits<std::size_t>::max()
+                                                           : a + b;
+  };
   std::vector<std::string> would;
   if (!expandable_) {
-    if (device_free + whole_pages_20m >= need) {
+    if (plus(device_free, whole_pages_20m) >= need) {
       would.push_back(
           fmt::format("expandable_segments:True (its 20 MiB pages could reuse {} of the "
                       "free cached memory)",
                       format_size(whole_pages_20m)));
     }
   }
-  if (config_.policy != policy_kind::keel && device_free + whole_pages_2m >= need) {
+  if (config_.policy != policy_kind::keel && plus(device_free, whole_pages_2m) >= need) {
     would.push_back(
         fmt::format("policy:keel (its 2 MiB page recycling could reuse {} of the free "
                     "cached memory)",
@@ -1099,7 +1169,7 @@ void caching_allocator::impl::throw_out_of_memory(const alloc_params& p, std::si
     message += fmt::format(
         " No allocator setting can serve {} now: free device memory plus every whole free page "
         "({}) is less than the request; less memory must be live.",
-        format_size(orig_size), format_size(device_free + whole_pages_2m));
+        format_size(orig_size), format_size(plus(device_free, whole_pages_2m)));
   } else {
     message +=
         fmt::format(" This request would have been served with {}.", fmt::join(would, " or "));
@@ -1167,7 +1237,7 @@ snapshot caching_allocator::impl::take_snapshot() const {
   trace.insert(trace.end(), ring_.begin() + static_cast<std::ptrdiff_t>(ring_next_), ring_.end());
   trace.insert(trace.end(), ring_.begin(), ring_.begin() + static_cast<std::ptrdiff_t>(ring_next_));
   allocator_settings settings;
-  settings.conf = config_.to_string();
+  settings.conf = config_.pytorch_string();  // PyTorch's string: no keel-only key
   settings.expandable_segments = config_.expandable_segments;
   settings.max_split_size = stats_.max_split_size;
   settings.garbage_collection_threshold = config_.garbage_collection_threshold;
@@ -1214,6 +1284,11 @@ std::string caching_allocator::impl::check_invariants() const {
         }
       }
     }
+    if (b->size == 0) return fmt::format("block {:#x} is empty", b->ptr);
+    if (b->allocated && b->requested_size > b->size) {
+      return fmt::format("live block {:#x} of {} bytes holds a request of {}", b->ptr, b->size,
+                         b->requested_size);
+    }
     if (b->allocated) {
       add(allocated, b->pool, static_cast<std::int64_t>(b->size));
       add(allocated_n, b->pool, 1);
@@ -1256,6 +1331,9 @@ std::string caching_allocator::impl::check_invariants() const {
         std::tuple{"inactive_split", &stats_.inactive_split, &split_n}}) {
     std::string e = check(name, *s, *want);
     if (!e.empty()) return e;
+  }
+  if (total_allocated_memory_ > k_max_device_bytes) {
+    return fmt::format("reserved {} is above k_max_device_bytes", total_allocated_memory_);
   }
   if (static_cast<std::int64_t>(total_allocated_memory_) != reserved[k_all]) {
     return fmt::format("total_allocated_memory {} != reserved {}", total_allocated_memory_,
@@ -1300,6 +1378,8 @@ std::size_t caching_allocator::round_size(std::size_t size) const noexcept {
 std::size_t caching_allocator::allocation_size(std::size_t size) noexcept {
   if (size <= k_small_size) return k_small_buffer;
   if (size < k_min_large_alloc) return k_large_buffer;
+  if (size > std::numeric_limits<std::size_t>::max() - (k_round_large - 1))
+    return std::numeric_limits<std::size_t>::max();  // saturates: no device serves it
   return round_up(size, k_round_large);
 }
 std::string caching_allocator::check_invariants() const { return impl_->check_invariants(); }

@@ -27,24 +27,25 @@ host_backend::host_backend(std::size_t capacity, std::size_t page)
     : capacity_(capacity == 0 ? default_capacity() : capacity), page_(page), ranges_("host", page) {
   const auto os_page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
   if (page == 0 || page % os_page != 0) {
-    throw invalid_argument(
-        fmt::format("host backend: page size {} is not a multiple of the OS page {}", page, os_page));
+    throw invalid_argument(fmt::format(
+        "host backend: page size {} is not a multiple of the OS page {}", page, os_page));
   }
 }
 
 host_backend::~host_backend() {
   for (const auto& [address, size] : segments_) munmap(as_pointer(address), size);
-  ranges_.for_each_range([](std::uint64_t address, std::size_t size) { munmap(as_pointer(address), size); });
+  ranges_.for_each_range(
+      [](std::uint64_t address, std::size_t size) { munmap(as_pointer(address), size); });
 }
 
 std::optional<std::uint64_t> host_backend::do_allocate_segment(std::size_t bytes) {
   if (bytes > capacity_ - used_) return std::nullopt;
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                 -1, 0);
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) {
     if (errno == ENOMEM) return std::nullopt;
-    throw backend_error(fmt::format("host backend: mmap of {} bytes failed: {}", bytes,
-                                    std::strerror(errno)));
+    throw backend_error(
+        fmt::format("host backend: mmap of {} bytes failed: {}", bytes, std::strerror(errno)));
   }
   const auto address = reinterpret_cast<std::uint64_t>(p);
   segments_.emplace(address, bytes);
@@ -92,10 +93,11 @@ bool host_backend::do_map_pages(std::uint64_t address, std::size_t offset, std::
 
 void host_backend::do_unmap_pages(std::uint64_t address, std::size_t offset,
                                   std::size_t bytes) noexcept {
-  const std::size_t pages = ranges_.unmark(address, offset, bytes, [this](std::uint64_t page) {
-    madvise(as_pointer(page), page_, MADV_DONTNEED);  // give the memory back
-    mprotect(as_pointer(page), page_, PROT_NONE);     // and fault on any later touch
-  });
+  const std::size_t pages =
+      ranges_.unmark(address, offset, bytes, [](std::uint64_t run, std::size_t run_bytes) {
+        madvise(as_pointer(run), run_bytes, MADV_DONTNEED);  // give the memory back
+        mprotect(as_pointer(run), run_bytes, PROT_NONE);     // and fault on any later touch
+      });
   used_ -= pages * page_;
 }
 

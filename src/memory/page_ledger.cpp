@@ -6,21 +6,41 @@
 
 namespace keel::memory::detail {
 
-void page_ledger::check_unmapped(std::uint64_t address, std::size_t offset, std::size_t bytes) const {
+void page_ledger::check_unmapped(std::uint64_t address, std::size_t offset,
+                                 std::size_t bytes) const {
   const auto it = ranges_.find(address);
-  if (it == ranges_.end() || offset + bytes > it->second.size) {
-    throw invalid_argument(fmt::format("{} backend: map outside a reserved range at {:#x}", backend_, address));
+  if (it == ranges_.end() || offset > it->second.size || bytes > it->second.size - offset) {
+    throw invalid_argument(
+        fmt::format("{} backend: map outside a reserved range at {:#x}", backend_, address));
   }
-  const auto& mapped = it->second.mapped;
-  const auto clash = mapped.lower_bound(offset / page_);
-  if (clash != mapped.end() && *clash < (offset + bytes) / page_) {
-    throw invalid_argument(fmt::format("{} backend: page {} of {:#x} is mapped twice", backend_, *clash, address));
+  const auto& runs = it->second.mapped;
+  const std::size_t first = offset / page_;
+  const std::size_t last = (offset + bytes) / page_;
+  auto clash = runs.upper_bound(first);
+  if (clash != runs.begin() && std::prev(clash)->second > first) --clash;
+  if (clash != runs.end() && clash->first < last) {
+    throw invalid_argument(fmt::format("{} backend: page {} of {:#x} is mapped twice", backend_,
+                                       std::max(clash->first, first), address));
   }
 }
 
 void page_ledger::mark_mapped(std::uint64_t address, std::size_t offset, std::size_t bytes) {
-  auto& mapped = ranges_.at(address).mapped;
-  for (std::size_t p = offset / page_; p < (offset + bytes) / page_; ++p) mapped.insert(mapped.end(), p);
+  auto& runs = ranges_.at(address).mapped;
+  std::size_t first = offset / page_;
+  std::size_t last = (offset + bytes) / page_;
+  if (first >= last) return;
+  // Merge with the runs it touches (check_unmapped has ruled out overlaps).
+  auto next = runs.lower_bound(first);
+  if (next != runs.begin() && std::prev(next)->second == first) {
+    --next;
+    first = next->first;
+    next = runs.erase(next);
+  }
+  if (next != runs.end() && next->first == last) {
+    last = next->second;
+    runs.erase(next);
+  }
+  runs.emplace(first, last);
 }
 
 }  // namespace keel::memory::detail

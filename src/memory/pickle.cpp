@@ -135,6 +135,7 @@ class builder {
     placed_ += n;
     if (placed_ > lim_.max_elements)
       fail("more than {} container slots (limit)", lim_.max_elements);
+    doc_.slots_ = static_cast<std::size_t>(placed_);
     std::uint32_t height = t.height;
     for (std::size_t i = 0; i < n; ++i) {
       const std::uint32_t c = items[i];

@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "keel/core/bytes.hpp"
+#include "keel/core/check.hpp"
 #include "keel/core/error.hpp"
 #include "keel/memory/caching_allocator.hpp"
 #include "keel/memory/sim_backend.hpp"
@@ -84,7 +85,7 @@ class replayer {
       case op_kind::alloc:
         try {
           const std::uint64_t address = allocator_.allocate(op.size, op.stream);
-          where_[op.addr] = address;
+          where_[op.addr] = {address, op.size};
           requested_live_ += op.size;
           ++allocs_;
           at_recorded_address_ += address == op.addr;
@@ -96,9 +97,10 @@ class replayer {
       case op_kind::free: {
         const auto it = where_.find(op.addr);
         if (it == where_.end()) break;  // its alloc failed, or the block was never placed
-        allocator_.deallocate(it->second);
+        allocator_.deallocate(it->second.address);
+        // What its alloc asked for (a recorded free may name another size).
+        requested_live_ -= std::min(requested_live_, it->second.requested);
         where_.erase(it);
-        requested_live_ -= op.size;
         break;
       }
       case op_kind::empty_cache: allocator_.empty_cache(); break;
@@ -152,7 +154,7 @@ class replayer {
       for (const start_segment& seg : model_.start) {
         if ((seg.expandable && expandable) != second_pass) continue;
         for (const start_block& b : seg.blocks) {
-          if (b.live) where_[b.address] = placed[next++];
+          if (b.live) where_[b.address] = {placed[next++], b.requested};
         }
       }
     }
@@ -163,7 +165,7 @@ class replayer {
     for (const start_segment& seg : model_.start) {
       for (const start_block& b : seg.blocks) {
         if (!b.live) continue;
-        where_[b.address] = allocator_.allocate(b.requested, seg.stream);
+        where_[b.address] = {allocator_.allocate(b.requested, seg.stream), b.requested};
         requested_live_ += b.requested;
       }
     }
@@ -172,7 +174,11 @@ class replayer {
   const trace_model& model_;
   sim_backend device_;
   caching_allocator allocator_;
-  std::unordered_map<std::uint64_t, std::uint64_t> where_;  // recorded -> replayed address
+  struct placement {
+    std::uint64_t address = 0;    // where the replay put the block
+    std::uint64_t requested = 0;  // what its allocation asked for
+  };
+  std::unordered_map<std::uint64_t, placement> where_;  // by recorded address
   bool start_fits_ = true;
   std::uint64_t requested_live_ = 0;
   std::vector<replay_oom> ooms_;
@@ -337,8 +343,12 @@ replay_result replay(const trace_model& model, const replay_options& options) {
                                                static_cast<double>(r.peak_allocated)
                                          : 0.0;
   r.requested_at_peak = peak_usage.requested;
-  r.internal_at_peak = peak_usage.allocated - peak_usage.requested;
-  r.external_at_peak = peak_usage.reserved - peak_usage.allocated;
+  KEEL_DCHECK(
+      peak_usage.requested <= peak_usage.allocated && peak_usage.allocated <= peak_usage.reserved,
+      "usage at the peak: requested {} allocated {} reserved {}", peak_usage.requested,
+      peak_usage.allocated, peak_usage.reserved);
+  r.internal_at_peak = peak_usage.allocated - std::min(peak_usage.allocated, peak_usage.requested);
+  r.external_at_peak = peak_usage.reserved - std::min(peak_usage.reserved, peak_usage.allocated);
   const memory_stats stats = run.allocator().stats();
   r.device_mallocs = stats.num_device_alloc;
   r.retries = stats.num_alloc_retries;

@@ -14,9 +14,10 @@ sim_backend::sim_backend(std::size_t capacity, std::size_t page, address_plan pl
 
 std::optional<std::uint64_t> sim_backend::do_allocate_segment(std::size_t bytes) {
   if (bytes > capacity_ - used_) return std::nullopt;
-  const std::uint64_t address = plan_.place_segment(bytes);
+  const std::optional<std::uint64_t> address = plan_.place_segment(bytes);
+  if (!address) return std::nullopt;  // the simulated address space is full
   used_ += bytes;
-  segments_.emplace(address, bytes);
+  segments_.emplace(*address, bytes);
   return address;
 }
 
@@ -27,8 +28,9 @@ void sim_backend::do_free_segment(std::uint64_t address, std::size_t bytes) noex
 }
 
 std::optional<std::uint64_t> sim_backend::do_reserve_range(std::size_t bytes) {
-  const std::uint64_t address = plan_.place_range(bytes);
-  ranges_.add_range(address, bytes);
+  const std::optional<std::uint64_t> address = plan_.place_range(bytes);
+  if (!address) return std::nullopt;
+  ranges_.add_range(*address, bytes);
   return address;
 }
 
@@ -50,7 +52,8 @@ bool sim_backend::do_map_pages(std::uint64_t address, std::size_t offset, std::s
 
 void sim_backend::do_unmap_pages(std::uint64_t address, std::size_t offset,
                                  std::size_t bytes) noexcept {
-  const std::size_t pages = ranges_.unmark(address, offset, bytes, [](std::uint64_t) {});
+  const std::size_t pages =
+      ranges_.unmark(address, offset, bytes, [](std::uint64_t, std::size_t) {});
   used_ -= pages * page_;
   mapped_ -= pages * page_;
 }

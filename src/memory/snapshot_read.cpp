@@ -1,11 +1,15 @@
 // Snapshot reader: the plain-value tree (pickle or JSON) -> keel::memory::snapshot.
 #include "keel/core/error.hpp"
+#include "keel/memory/allocator_config.hpp"
+#include "keel/memory/backend.hpp"
 #include "keel/memory/pickle.hpp"
 #include "keel/memory/snapshot.hpp"
+#include "keel/memory/trace_model.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -47,10 +51,24 @@ namespace {
 using pickle::kind;
 using pickle::value;
 
+// The materialisation budget (see snapshot.hpp): units per value or slot of the document, and
+// a floor for small documents. A unit is one segment, block, device trace, trace entry or frame
+// of a newly built stack, or 64 bytes of string copied into the snapshot.
+constexpr std::uint64_t k_units_per_element = 4;
+constexpr std::uint64_t k_units_floor = 1u << 16;
+constexpr std::uint64_t k_string_unit = 64;
+
+std::uint64_t string_units(std::size_t bytes) { return bytes / k_string_unit; }
+
 class converter {
  public:
   explicit converter(const pickle::document& doc)
-      : doc_(doc), stack_of_list_(doc.node_count(), -1), frame_of_dict_(doc.node_count(), -1) {}
+      : doc_(doc),
+        stack_of_list_(doc.node_count(), -1),
+        frame_of_dict_(doc.node_count(), -1),
+        elements_(static_cast<std::uint64_t>(doc.node_count()) + doc.slot_count()),
+        budget_(k_units_per_element * elements_ + k_units_floor),
+        left_(budget_) {}
 
   snapshot run() {
     snapshot s;
@@ -77,6 +95,7 @@ class converter {
         path_.back().index = d;
         const value trace = (*traces)[d];
         expect(trace, kind::list, "a device trace");
+        spend(trace, 1 + trace.size());
         auto& out = s.device_traces[d];
         out.reserve(trace.size());
         path_.push_back({"", npos});
@@ -95,6 +114,9 @@ class converter {
     }
     return s;
   }
+
+  std::uint64_t units_used() const noexcept { return budget_ - left_; }
+  std::uint64_t elements() const noexcept { return elements_; }
 
  private:
   static constexpr std::size_t npos = std::numeric_limits<std::size_t>::max();
@@ -178,12 +200,61 @@ class converter {
     return v.as_string();
   }
 
+  // Charges `units` to the materialisation budget; fails at `at` once it is spent.
+  void spend(const value& at, std::uint64_t units) {
+    if (units <= left_) {
+      left_ -= units;
+      return;
+    }
+    fail(at, fmt::format("the snapshot would materialise more than its budget of {} units ({} "
+                         "per value or container slot of the document, which has {}, plus {}): "
+                         "shared references (the pickle memo) repeat its parts more often than "
+                         "a snapshot does",
+                         budget_, k_units_per_element, elements_, k_units_floor));
+  }
+
+  // A byte count: an int in [0, k_max_device_bytes].
+  std::uint64_t to_size(const value& v, std::string_view key) const {
+    const std::uint64_t n = to_u64(v, key);
+    if (n > k_max_device_bytes)
+      fail(v, fmt::format("'{}' {} is larger than any device (2^62 bytes)", key, n));
+    return n;
+  }
+  std::uint64_t size(const value& dict, std::string_view key) const {
+    const auto v = present(dict, key);
+    return v ? to_size(*v, key) : 0;
+  }
+
   void read_segments(const value& list, snapshot& s) {
     s.segments.reserve(list.size());
+    std::vector<value> at;  // where each segment was read, for errors found across segments
+    at.reserve(list.size());
     path_.push_back({"", npos});
     for (std::size_t i = 0; i < list.size(); ++i) {
       path_.back().index = i;
+      at.push_back(list[i]);
       s.segments.push_back(read_segment(list[i]));
+    }
+    // Segments of one device do not overlap (each byte is held once).
+    std::vector<std::size_t> order(s.segments.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    const auto key = [&](std::size_t i) {
+      return std::pair{s.segments[i].device, s.segments[i].address};
+    };
+    std::sort(order.begin(), order.end(),
+              [&](std::size_t a, std::size_t b) { return key(a) < key(b); });
+    for (std::size_t k = 1; k < order.size(); ++k) {
+      const snapshot_segment& before = s.segments[order[k - 1]];
+      const snapshot_segment& seg = s.segments[order[k]];
+      if (seg.device != before.device || seg.address >= before.address + before.total_size)
+        continue;
+      const std::size_t later = std::max(order[k - 1], order[k]);
+      const std::size_t other = std::min(order[k - 1], order[k]);
+      path_.back().index = later;
+      fail(at[later], fmt::format("the segment at {:#x} overlaps segments[{}] ({:#x}, {} bytes) "
+                                  "on device {}",
+                                  s.segments[later].address, other, s.segments[other].address,
+                                  s.segments[other].total_size, seg.device));
     }
     path_.pop_back();
   }
@@ -195,10 +266,13 @@ class converter {
     if (device < 0 || device > 1'000'000) fail(v, fmt::format("device {} is out of range", device));
     seg.device = static_cast<int>(device);
     seg.address = to_u64(required(v, "address"), "address");
-    seg.total_size = to_u64(required(v, "total_size"), "total_size");
-    seg.allocated_size = u64(v, "allocated_size");
-    seg.active_size = u64(v, "active_size");
-    seg.requested_size = u64(v, "requested_size");
+    seg.total_size = to_size(required(v, "total_size"), "total_size");
+    if (seg.total_size == 0) fail(v, "a segment of 0 bytes (PyTorch never holds one)");
+    if (seg.total_size > std::numeric_limits<std::uint64_t>::max() - seg.address)
+      fail(v, "the segment extends past the end of the address space");
+    seg.allocated_size = size(v, "allocated_size");
+    seg.active_size = size(v, "active_size");
+    seg.requested_size = size(v, "requested_size");
     seg.stream = bits64(v, "stream");
     if (const auto type = present(v, "segment_type")) {
       const auto t = str(*type, "segment_type");
@@ -223,19 +297,34 @@ class converter {
 
     const value blocks = required(v, "blocks");
     expect(blocks, kind::list, "'blocks'");
+    spend(v, 1 + blocks.size());
     seg.blocks.reserve(blocks.size());
     path_.push_back({"blocks", npos});
-    std::uint64_t next = seg.address;  // 2.0-era blocks have no address: they tile the segment
+    // Blocks tile the segment: each starts where the one before it ends (2.0-era blocks have
+    // no address and are placed so), and together they cover it exactly.
+    std::uint64_t next = seg.address;
+    const std::uint64_t end = seg.address + seg.total_size;
     for (std::size_t i = 0; i < blocks.size(); ++i) {
       path_.back().index = i;
       const value b = blocks[i];
       expect(b, kind::dict, "a block");
       snapshot_block block;
-      block.size = to_u64(required(b, "size"), "size");
-      block.requested_size = u64(b, "requested_size");
+      block.size = to_size(required(b, "size"), "size");
+      block.requested_size = size(b, "requested_size");
       block.address = present(b, "address") ? to_u64(required(b, "address"), "address") : next;
-      if (block.size > std::numeric_limits<std::uint64_t>::max() - block.address)
-        fail(b, "block extends past the end of the address space");
+      if (block.size == 0) fail(b, "a block of 0 bytes (PyTorch's smallest is 512)");
+      if (block.address != next) {
+        fail(b, fmt::format("the block at {:#x} does not start where {} ({:#x}): blocks must "
+                            "tile their segment",
+                            block.address, i == 0 ? "its segment starts" : "the block before ends",
+                            next));
+      }
+      if (block.size > end - block.address) {
+        fail(b, fmt::format("the block at {:#x} ({} bytes) ends {} bytes past the end of its "
+                            "segment ({:#x}, {} bytes)",
+                            block.address, block.size, block.size - (end - block.address),
+                            seg.address, seg.total_size));
+      }
       next = block.address + block.size;
       const value state = required(b, "state");
       const auto st = str(state, "state");
@@ -247,6 +336,12 @@ class converter {
         block.state = block_state::inactive;
       } else {
         fail(state, fmt::format("unknown block state '{}'", st));
+      }
+      // PyTorch rounds every request up, so a block in use holds at most its own size (a free
+      // block may keep a stale, larger requested_size from before it was merged).
+      if (block.state != block_state::inactive && block.requested_size > block.size) {
+        fail(b, fmt::format("a block in use ({}) of {} bytes cannot hold a request of {} bytes", st,
+                            block.size, block.requested_size));
       }
       if (const auto frames = present(b, "frames")) {
         block.frames = stack(*frames);
@@ -263,6 +358,11 @@ class converter {
       seg.blocks.push_back(std::move(block));
     }
     path_.pop_back();
+    if (next != end) {
+      fail(v, fmt::format("its blocks cover {} of the segment's {} bytes: blocks must tile their "
+                          "segment",
+                          next - seg.address, seg.total_size));
+    }
     return seg;
   }
 
@@ -290,11 +390,18 @@ class converter {
     e.action = found->second;
     if (e.action == trace_action::oom) {
       // PyTorch writes the driver's free bytes as device_free in place of addr.
-      e.device_free = present(v, "device_free") ? u64(v, "device_free") : u64(v, "addr");
+      e.device_free = present(v, "device_free") ? size(v, "device_free") : size(v, "addr");
     } else {
       e.addr = u64(v, "addr");
     }
-    e.size = u64(v, "size");
+    e.size = size(v, "size");
+    // An entry about memory names bytes inside the address space.
+    if (e.action != trace_action::oom && e.action != trace_action::snapshot &&
+        e.action != trace_action::annotate &&
+        e.size > std::numeric_limits<std::uint64_t>::max() - e.addr) {
+      fail(v, fmt::format("{} of {} bytes at {:#x} extends past the end of the address space", a,
+                          e.size, e.addr));
+    }
     e.stream = bits64(v, "stream");
     if (const auto t = present(v, "time_us")) e.time_us = to_i64(*t, "time_us");
     if (const auto frames = present(v, "frames")) e.frames = stack(*frames);
@@ -304,22 +411,49 @@ class converter {
   allocator_settings read_settings(const value& v) {
     expect(v, kind::dict, "'allocator_settings'");
     allocator_settings s;
+    spend(v, 1 + v.size());
     for (std::size_t i = 0; i < v.size(); ++i) {
-      if (v.key(i).is(kind::string)) s.keys.emplace_back(str(v.key(i), "allocator_settings key"));
+      if (!v.key(i).is(kind::string)) continue;
+      const auto k = str(v.key(i), "allocator_settings key");
+      spend(v.key(i), string_units(k.size()));
+      s.keys.emplace_back(k);
     }
-    if (const auto conf = present(v, "PYTORCH_CUDA_ALLOC_CONF"))
+    std::optional<value> conf_at;
+    if (const auto conf = present(v, "PYTORCH_CUDA_ALLOC_CONF")) {
       s.conf = std::string(str(*conf, "PYTORCH_CUDA_ALLOC_CONF"));
+      spend(*conf, string_units(s.conf.size()));
+      conf_at = conf;
+    }
     s.expandable_segments = boolean(v, "expandable_segments", false);
-    if (const auto m = present(v, "max_split_size"))
+    if (const auto m = present(v, "max_split_size")) {
       s.max_split_size = to_i64(*m, "max_split_size");
+      // -1 (SIZE_MAX as PyTorch writes it) is unlimited; anything else is a size.
+      if (s.max_split_size < -1 || s.max_split_size > static_cast<std::int64_t>(k_max_device_bytes))
+        fail(*m, fmt::format("'max_split_size' {} is neither -1 (unlimited) nor a size up to 2^62",
+                             s.max_split_size));
+    }
     if (const auto g = present(v, "garbage_collection_threshold")) {
       if (!g->is(kind::floating) && !g->is(kind::integer))
         fail(*g, "'garbage_collection_threshold' must be a number");
       s.garbage_collection_threshold = g->as_double();
-      if (!std::isfinite(s.garbage_collection_threshold))
-        fail(*g, "'garbage_collection_threshold' must be a finite number");
+      // 0 is PyTorch's "not set"; a set threshold lies strictly inside (0, 1), as --conf
+      // and PyTorch itself require.
+      if (!(s.garbage_collection_threshold >= 0.0 && s.garbage_collection_threshold < 1.0))
+        fail(*g, fmt::format("'garbage_collection_threshold' {} is outside [0, 1): PyTorch "
+                             "refuses it (garbage_collect_threshold is invalid, set it in (0.0, "
+                             "1.0))",
+                             s.garbage_collection_threshold));
     }
     if (const auto r = present(v, "roundup_power2_divisions")) {
+      const auto divisions = [&](const value& d) {
+        const std::int64_t n = to_i64(d, "roundup_power2_divisions");
+        if (n < 0 || (n != 0 && !std::has_single_bit(static_cast<std::uint64_t>(n))))
+          fail(d, fmt::format("roundup_power2_divisions {} is neither 0 nor a power of 2, as "
+                              "PyTorch requires",
+                              n));
+        return n;
+      };
+      spend(*r, r->size());
       if (r->is(kind::dict)) {
         // {"1": d, "2": d, ..., "32768": d}: interval start in MiB -> divisions.
         std::vector<std::pair<std::uint64_t, std::int64_t>> pairs;
@@ -329,19 +463,34 @@ class converter {
           const auto res = std::from_chars(k.data(), k.data() + k.size(), start);
           if (res.ec != std::errc() || res.ptr != k.data() + k.size())
             fail(r->key(i), fmt::format("roundup_power2_divisions key '{}' is not a number", k));
-          pairs.emplace_back(start, to_i64(r->item(i), "roundup_power2_divisions"));
+          pairs.emplace_back(start, divisions(r->item(i)));
         }
         std::sort(pairs.begin(), pairs.end());
         for (const auto& p : pairs) s.roundup_power2_divisions.push_back(p.second);
       } else if (r->is(kind::list) || r->is(kind::tuple)) {
         for (std::size_t i = 0; i < r->size(); ++i)
-          s.roundup_power2_divisions.push_back(to_i64((*r)[i], "roundup_power2_divisions"));
+          s.roundup_power2_divisions.push_back(divisions((*r)[i]));
       } else {
         fail(*r, "'roundup_power2_divisions' must be a dict or a list");
       }
     }
-    if (const auto m = present(v, "max_non_split_rounding_size"))
+    if (const auto m = present(v, "max_non_split_rounding_size")) {
       s.max_non_split_rounding_size = to_i64(*m, "max_non_split_rounding_size");
+      if (*s.max_non_split_rounding_size < 0 ||
+          *s.max_non_split_rounding_size > static_cast<std::int64_t>(k_max_device_bytes))
+        fail(*m, fmt::format("'max_non_split_rounding_size' {} is not a size up to 2^62",
+                             *s.max_non_split_rounding_size));
+    }
+    // The recorded PYTORCH_CUDA_ALLOC_CONF is held to the grammar `--conf` reads: a string
+    // that no PyTorch accepts was not recorded by one (one that only the other grammar
+    // accepts is a model note, see trace_model).
+    if (conf_at) {
+      try {
+        (void)recorded_config(s);
+      } catch (const invalid_argument& e) {
+        fail(*conf_at, e.what());
+      }
+    }
     return s;
   }
 
@@ -361,6 +510,14 @@ class converter {
     auto [it, inserted] =
         stack_by_key_.try_emplace(key_, static_cast<std::int32_t>(stacks_.size()));
     if (inserted) {
+      // A new stack copies its frames: charged before anything is copied.
+      std::uint64_t units = 0;
+      for (std::size_t i = 0; i < key_.size(); i += sizeof(std::uint32_t)) {
+        std::uint32_t f;
+        std::memcpy(&f, key_.data() + i, sizeof f);
+        units += frame_units_[f];
+      }
+      spend(list, units);
       std::vector<frame> frames;
       frames.reserve(list.size());
       for (std::size_t i = 0; i < key_.size(); i += sizeof(std::uint32_t)) {
@@ -378,18 +535,24 @@ class converter {
     if (const std::int32_t cached = frame_of_dict_[f.id()]; cached >= 0)
       return static_cast<std::uint32_t>(cached);
     expect(f, kind::dict, "a frame");
-    frame out;
-    if (const auto file = present(f, "filename"))
-      out.filename = std::string(str(*file, "filename"));
-    if (const auto name = present(f, "name")) out.name = std::string(str(*name, "name"));
-    if (const auto line = present(f, "line")) out.line = to_i64(*line, "line");
+    std::string_view filename, name;
+    std::int64_t line = 0;
+    if (const auto file = present(f, "filename")) filename = str(*file, "filename");
+    if (const auto n = present(f, "name")) name = str(*n, "name");
+    if (const auto l = present(f, "line")) line = to_i64(*l, "line");
+    // Reading a distinct frame dict touches its strings (memo-shared ones too): charged.
+    const std::uint64_t units = 1 + string_units(filename.size() + name.size());
+    spend(f, units);
     // Intern by content too: JSON (and some pickles) repeat equal frames as distinct nodes.
     frame_key_.clear();
-    frame_key_.append(out.filename).append(1, '\0').append(out.name).append(1, '\0');
-    frame_key_.append(reinterpret_cast<const char*>(&out.line), sizeof out.line);
+    frame_key_.append(filename).append(1, '\0').append(name).append(1, '\0');
+    frame_key_.append(reinterpret_cast<const char*>(&line), sizeof line);
     auto [it, inserted] =
         frame_by_key_.try_emplace(frame_key_, static_cast<std::uint32_t>(frames_.size()));
-    if (inserted) frames_.push_back(std::move(out));
+    if (inserted) {
+      frames_.push_back(frame{std::string(filename), line, std::string(name)});
+      frame_units_.push_back(units);
+    }
     frame_of_dict_[f.id()] = static_cast<std::int32_t>(it->second);
     return it->second;
   }
@@ -400,9 +563,13 @@ class converter {
   std::vector<std::int32_t> frame_of_dict_;  // node id -> index in frames_
   std::vector<frame_stack> stacks_;
   std::vector<frame> frames_;
+  std::vector<std::uint64_t> frame_units_;  // what copying frames_[i] into a stack costs
   std::unordered_map<std::string, std::int32_t> stack_by_key_;
   std::unordered_map<std::string, std::uint32_t> frame_by_key_;
   std::string key_, frame_key_;
+  std::uint64_t elements_;  // values plus container slots of the document
+  std::uint64_t budget_;    // units this document may materialise
+  std::uint64_t left_;
 };
 
 }  // namespace

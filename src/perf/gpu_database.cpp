@@ -2,6 +2,7 @@
 
 #include "embedded_data.hpp"
 #include "keel/core/error.hpp"
+#include "keel/core/input_file.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -336,11 +337,8 @@ gpu_spec resolve_device(std::string_view name_or_file) {
   const std::filesystem::path path{std::string(name_or_file)};
   std::error_code ec;
   if (std::filesystem::is_regular_file(path, ec)) {
-    std::ifstream in(path);
-    if (!in) throw io_error("cannot read " + path.string());
-    std::stringstream text;
-    text << in.rdbuf();
-    const gpu_database db = gpu_database::load(text.str(), path.string());
+    const std::string text = read_input_file(path.string());
+    const gpu_database db = gpu_database::load(text, path.string());
     if (db.gpus().size() != 1) {
       throw invalid_argument(path.string() + ": a device file holds exactly one device");
     }

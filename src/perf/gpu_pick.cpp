@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <functional>
 
 namespace keel::perf {
@@ -61,11 +63,12 @@ need parse_need(const gpu_database& db, const std::string& text) {
       return "";
     };
   } else if (key == "bandwidth" && !value.empty()) {
-    double want = 0;
-    try {
-      want = std::stod(value);
-    } catch (const std::exception&) {
-      throw invalid_argument("bad bandwidth need '" + text + "' (expected bandwidth=GBPS)");
+    // The whole value, a finite positive number: stod would take "nan", "inf" and "12abc".
+    char* end = nullptr;
+    const double want = std::strtod(value.c_str(), &end);
+    if (end != value.c_str() + value.size() || !std::isfinite(want) || !(want > 0)) {
+      throw invalid_argument("bad bandwidth need '" + text +
+                             "' (expected bandwidth=GBPS, a finite number > 0)");
     }
     n.check = [want](const gpu_spec& g, std::vector<std::string>& why) -> std::string {
       if (g.bandwidth_gbs < want)
@@ -94,7 +97,9 @@ need parse_need(const gpu_database& db, const std::string& text) {
 
 pick_result pick_gpus(const gpu_database& db, std::optional<double> budget_usd,
                       const std::vector<std::string>& needs) {
-  if (budget_usd && !(*budget_usd > 0)) throw invalid_argument("budget must be positive");
+  if (budget_usd && !(*budget_usd > 0 && std::isfinite(*budget_usd))) {
+    throw invalid_argument("budget must be a finite number > 0");
+  }
   std::vector<need> parsed;
   parsed.reserve(needs.size());
   for (const std::string& text : needs) parsed.push_back(parse_need(db, text));

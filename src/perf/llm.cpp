@@ -2,6 +2,7 @@
 
 #include "embedded_data.hpp"
 #include "keel/core/error.hpp"
+#include "keel/core/input_file.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -103,11 +104,8 @@ llm_config load_llm_config(std::string_view name_or_path) {
     throw invalid_argument(fmt::format(
         "unknown model config '{}' (bundled: {}; or a config.json path)", name_or_path, names));
   }
-  std::ifstream in(path);
-  if (!in) throw io_error("cannot read " + path.string());
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_llm_config(text.str(), path.stem().string());
+  const std::string text = read_input_file(path.string());
+  return parse_llm_config(text, path.stem().string());
 }
 
 llm_params count_params(const llm_config& c) {

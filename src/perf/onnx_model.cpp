@@ -1,14 +1,15 @@
 #include "keel/perf/onnx_model.hpp"
 
 #include "keel/core/error.hpp"
+#include "keel/core/input_file.hpp"
 
 #include <fmt/format.h>
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
 
 #include <algorithm>
-#include <fstream>
 #include <functional>
+#include <limits>
 #include <numeric>
 #include <optional>
 #include <set>
@@ -118,10 +119,23 @@ std::optional<std::int64_t> int_attr1(const onnx::NodeProto& n, const char* name
 
 onnx_report analyze_onnx(const std::string& path, const gpu_spec& device,
                          const onnx_options& options) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw io_error("cannot read " + path);
+  const std::string bytes = read_input_file(path);
+  if (bytes.size() > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
+    throw parse_error::at_offset(path, 0, "larger than protobuf's 2 GiB message limit");
+  }
   onnx::ModelProto model;
-  if (!model.ParseFromIstream(&in)) throw parse_error::at_offset(path, 0, "not an ONNX ModelProto");
+  if (!model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    throw parse_error::at_offset(path, 0, "not an ONNX ModelProto");
+  }
+  // An empty file, or bytes that happen to parse as a protobuf message, give a model with no
+  // IR version or no nodes: nothing to analyze is an error, not "0 nodes".
+  if (bytes.empty()) throw parse_error::at_offset(path, 0, "empty file, not an ONNX model");
+  if (model.ir_version() <= 0 || !model.has_graph()) {
+    throw parse_error::at_offset(path, 0, "not an ONNX model (no IR version or no graph)");
+  }
+  if (model.graph().node_size() == 0) {
+    throw parse_error::at_offset(path, 0, "the ONNX graph has no nodes");
+  }
   try {
     onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(),
                                        onnx::ShapeInferenceOptions(false, 0, true));

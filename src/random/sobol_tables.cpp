@@ -5,11 +5,12 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <iterator>
 #include <memory>
 
 #include "keel/core/error.hpp"
+#include "keel/core/input_file.hpp"
+#include "keel/core/output_file.hpp"
 #include "keel/random/curand_reference.hpp"
 #include "keel/random/verify.hpp"
 
@@ -150,18 +151,11 @@ void write_sobol32_scramble_tables(const std::string& path, const sobol32_scramb
       fnv1a64(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size());
   put32(bytes, static_cast<std::uint32_t>(h));
   put32(bytes, static_cast<std::uint32_t>(h >> 32));
-  std::ofstream out(path, std::ios::binary);
-  if (!out) throw io_error(path + ": cannot open for writing");
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  out.close();
-  if (!out) throw io_error(path + ": write failed");
+  write_output_file(path, bytes);
 }
 
 sobol32_scrambled read_sobol32_scramble_tables(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw io_error(path + ": cannot open for reading");
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw io_error(path + ": read failed");
+  const std::string bytes = read_input_file(path);
   const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
   if (bytes.size() < 12 || std::memcmp(p, k_scramble_magic, 8) != 0)
     throw parse_error::at_offset(

@@ -10,10 +10,11 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <fstream>
+#include <filesystem>
 #include <istream>
 #include <iterator>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "keel/core/error.hpp"
+#include "keel/core/input_file.hpp"
 
 namespace keel::random::detail {
 
@@ -85,10 +87,14 @@ Lookup find_toolkit_data(const char* env_file, const char* header_name, std::str
 #endif
       if (dir.empty()) return fail(fmt::format("not found: {}", hint));
       path = dir + "/" + header_name;
-      if (!std::ifstream(path)) return fail(fmt::format("not found: no {} ({})", path, hint));
+      std::error_code ec;
+      if (!std::filesystem::exists(path, ec)) {
+        return fail(fmt::format("not found: no {} ({})", path, hint));
+      }
     }
-    std::ifstream in(path);
-    if (!in) throw io_error(fmt::format("{}: cannot open", path));
+    // keel::read_input_file: a regular file within KEEL_MAX_INPUT_BYTES (KEEL_MTGP32_PARAMS
+    // =/dev/zero or a FIFO is refused before a byte is read).
+    std::istringstream in(read_input_file(path));
     r.tables = std::make_shared<const tables>(read(in, path, keel_format));
     r.description = path;
   } catch (const keel::error& e) {

@@ -1,16 +1,22 @@
 // Ranks as threads over a memory_store: the quick correctness slice over shm and over TCP,
 // plus the failure modes (mismatch, timeout, abort propagation) and the algorithm choice.
 #include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
 
+#include "algorithms.hpp"
 #include "keel/comm/communicator.hpp"
 #include "keel/comm/selftest.hpp"
 #include "keel/core/log.hpp"
-#include "algorithms.hpp"
+#include "net.hpp"
 #include "rank_threads.hpp"
 
 namespace keel::comm {
@@ -54,17 +60,14 @@ TEST_P(CommSlice, EveryCollectiveAlgorithmAndDtypeMatchesTheReference) {
   EXPECT_GT(cases.size(), 100u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Threads, CommSlice,
-                         ::testing::Values(slice_param{1, transport::auto_select},
-                                           slice_param{2, transport::shm},
-                                           slice_param{3, transport::shm},
-                                           slice_param{4, transport::shm},
-                                           slice_param{2, transport::tcp},
-                                           slice_param{3, transport::tcp}),
-                         [](const auto& info) {
-                           return fmt::format("{}ranks_{}", info.param.ranks,
-                                              to_string(info.param.kind));
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Threads, CommSlice,
+    ::testing::Values(slice_param{1, transport::auto_select}, slice_param{2, transport::shm},
+                      slice_param{3, transport::shm}, slice_param{4, transport::shm},
+                      slice_param{2, transport::tcp}, slice_param{3, transport::tcp}),
+    [](const auto& info) {
+      return fmt::format("{}ranks_{}", info.param.ranks, to_string(info.param.kind));
+    });
 
 TEST(CommCollectives, LargeRingAllreduceOverManyChunks) {
   // 4 MiB of floats, 64 KiB chunks, 2 slots: the pipeline wraps the rings many times.
@@ -162,6 +165,70 @@ TEST(CommCollectives, MissingRankTimesOutNamingIt) {
   }
 }
 
+// A rank's TCP listener is open to anyone during bootstrap. A connection that never sends
+// its hello, one that closes at once and ones that send garbage must not hold up the real
+// peers (the old accept loop waited for each hello in turn, so one silent connection stalled
+// rank 0 until its deadline, and one that closed threw out of the constructor).
+TEST(CommCollectives, StrayConnectionsDoNotStallTheTcpBootstrap) {
+  memory_store store;
+  options o;
+  o.transport_kind = transport::tcp;
+  o.timeout = 4s;
+  o.tune = false;
+  o.name = "stray";
+  std::atomic<bool> attacked{false}, done{false};
+  std::vector<int> strays;
+  std::thread attacker([&] {
+    const std::string info = store.get_string("stray/info/0", 10s);
+    const std::string port_text = info.substr(info.find('|', info.find('|') + 1) + 1);
+    const auto port =
+        static_cast<std::uint16_t>(std::stoi(port_text.substr(0, port_text.find('|'))));
+    for (int kind = 0; kind < 4; ++kind) {
+      const int fd = net::connect_to("127.0.0.1", port, net::clock::now() + 5s);
+      if (fd < 0) continue;
+      if (kind == 1) {
+        ::close(fd);  // connects and leaves
+        continue;
+      }
+      if (kind >= 2) {
+        const std::string junk(kind == 2 ? 24 : 10, 'j');  // a whole wrong hello, or part of one
+        [[maybe_unused]] auto w = ::send(fd, junk.data(), junk.size(), MSG_NOSIGNAL);
+      }
+      strays.push_back(fd);
+    }
+    attacked = true;
+    while (!done) std::this_thread::sleep_for(10ms);
+    for (int fd : strays) ::close(fd);
+  });
+  std::vector<std::exception_ptr> errors(2);
+  std::vector<double> sums(2, 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < 2; ++r) {
+    ranks.emplace_back([&, r] {
+      try {
+        if (r == 1) {
+          while (!attacked) std::this_thread::sleep_for(1ms);
+        }
+        communicator c(store, r, 2, o);
+        double x = r + 1;
+        c.allreduce(&x, &sums[r], 1, dtype::f64, reduce_op::sum);
+      } catch (...) {
+        errors[r] = std::current_exception();
+      }
+    });
+  }
+  for (auto& t : ranks) t.join();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  done = true;
+  attacker.join();
+  test::rethrow_first(errors);
+  EXPECT_EQ(sums[0], 3);
+  EXPECT_EQ(sums[1], 3);
+  EXPECT_LT(seconds, 3.0) << "bootstrap waited on a stray connection";
+}
+
 TEST(CommCollectives, ChoiceIsLoggedAndOverridable) {
   std::mutex mutex;
   std::vector<std::string> lines;
@@ -180,7 +247,8 @@ TEST(CommCollectives, ChoiceIsLoggedAndOverridable) {
     const choice small = c.choose(collective::allreduce, 8);
     const choice large = c.choose(collective::allreduce, 64u << 20);
     EXPECT_NE(small.algo, algorithm::reducer);
-    EXPECT_TRUE(large.algo == algorithm::ring || large.algo == algorithm::rabenseifner) << large.why;
+    EXPECT_TRUE(large.algo == algorithm::ring || large.algo == algorithm::rabenseifner)
+        << large.why;
     EXPECT_EQ(c.choose(collective::allreduce, 8, algorithm::tree).algo, algorithm::tree);
     // Not applicable: falls back to the model and says so.
     const choice bad = c.choose(collective::alltoall, 8, algorithm::ring);

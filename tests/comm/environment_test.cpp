@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <map>
 
 #include "keel/core/error.hpp"
@@ -18,9 +19,12 @@ env_lookup from(std::map<std::string, std::string> vars) {
 }
 
 TEST(CommEnvironment, Torchrun) {
-  const launch_env e = detect_launch_env(from({{"RANK", "3"}, {"WORLD_SIZE", "8"},
-                                               {"LOCAL_RANK", "1"}, {"LOCAL_WORLD_SIZE", "2"},
-                                               {"MASTER_ADDR", "node7"}, {"MASTER_PORT", "1234"}}));
+  const launch_env e = detect_launch_env(from({{"RANK", "3"},
+                                               {"WORLD_SIZE", "8"},
+                                               {"LOCAL_RANK", "1"},
+                                               {"LOCAL_WORLD_SIZE", "2"},
+                                               {"MASTER_ADDR", "node7"},
+                                               {"MASTER_PORT", "1234"}}));
   EXPECT_EQ(e.launcher, "torchrun");
   EXPECT_EQ(e.rank, 3);
   EXPECT_EQ(e.size, 8);
@@ -51,7 +55,8 @@ TEST(CommEnvironment, MpichPmi) {
 }
 
 TEST(CommEnvironment, SlurmMasterFromNodeList) {
-  const launch_env e = detect_launch_env(from({{"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "16"},
+  const launch_env e = detect_launch_env(from({{"SLURM_PROCID", "5"},
+                                               {"SLURM_NTASKS", "16"},
                                                {"SLURM_LOCALID", "1"},
                                                {"SLURM_JOB_NODELIST", "gpu[03-05,9],cpu1"}}));
   EXPECT_EQ(e.launcher, "slurm");
@@ -62,18 +67,66 @@ TEST(CommEnvironment, SlurmMasterFromNodeList) {
   EXPECT_EQ(first_slurm_host("a1,b2"), "a1");
   EXPECT_EQ(first_slurm_host("n[7]"), "n7");
   // MASTER_ADDR wins over the node list.
-  EXPECT_EQ(detect_launch_env(from({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"},
-                                    {"SLURM_NODELIST", "x[1-2]"}, {"MASTER_ADDR", "10.0.0.1"}}))
+  EXPECT_EQ(detect_launch_env(from({{"SLURM_PROCID", "0"},
+                                    {"SLURM_NTASKS", "2"},
+                                    {"SLURM_NODELIST", "x[1-2]"},
+                                    {"MASTER_ADDR", "10.0.0.1"}}))
                 .master_addr,
             "10.0.0.1");
 }
 
 TEST(CommEnvironment, SingleAndErrors) {
   EXPECT_EQ(detect_launch_env(from({})).launcher, "single");
-  EXPECT_THROW(detect_launch_env(from({{"RANK", "4"}, {"WORLD_SIZE", "4"}})), keel::invalid_argument);
-  EXPECT_THROW(detect_launch_env(from({{"RANK", "x"}, {"WORLD_SIZE", "4"}})), keel::invalid_argument);
+  EXPECT_THROW(detect_launch_env(from({{"RANK", "4"}, {"WORLD_SIZE", "4"}})),
+               keel::invalid_argument);
+  EXPECT_THROW(detect_launch_env(from({{"RANK", "x"}, {"WORLD_SIZE", "4"}})),
+               keel::invalid_argument);
   EXPECT_THROW(detect_launch_env(from({{"KEEL_COMM_STORE", "tcp:1"}})), keel::invalid_argument);
-  EXPECT_EQ(detect_launch_env(from({{"KEEL_COMM_STORE", "file:/shared/x"}})).store_dir, "/shared/x");
+  EXPECT_EQ(detect_launch_env(from({{"KEEL_COMM_STORE", "file:/shared/x"}})).store_dir,
+            "/shared/x");
+}
+
+TEST(CommEnvironment, StoreSecretBindAndKeep) {
+  const std::string secret = "0123456789abcdef";
+  const launch_env e = detect_launch_env(from({{"RANK", "0"},
+                                               {"WORLD_SIZE", "2"},
+                                               {"KEEL_STORE_SECRET", secret},
+                                               {"KEEL_STORE_BIND", "10.1.2.3"},
+                                               {"KEEL_STORE_KEEP", "1"}}));
+  EXPECT_EQ(e.store_secret, secret);
+  EXPECT_EQ(e.store_bind, "10.1.2.3");
+  EXPECT_TRUE(e.store_keep);
+  const launch_env plain = detect_launch_env(from({{"RANK", "0"}, {"WORLD_SIZE", "2"}}));
+  EXPECT_EQ(plain.store_secret, "");
+  EXPECT_FALSE(plain.store_keep);
+  try {
+    detect_launch_env(from({{"KEEL_STORE_SECRET", "short"}}));
+    ADD_FAILURE() << "a 5-character secret was accepted";
+  } catch (const keel::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("KEEL_STORE_SECRET has 5 characters"), std::string::npos);
+    EXPECT_EQ(std::string(e.what()).find("short"), std::string::npos) << "echoes the secret";
+  }
+  EXPECT_THROW(detect_launch_env(from({{"KEEL_STORE_KEEP", "yes"}})), keel::invalid_argument);
+}
+
+// Rank 0 of a job spanning hosts whose MASTER_ADDR resolves to loopback on rank 0 (Debian's
+// 127.0.1.1 for the host name) must listen where the other hosts can reach it, and so needs
+// the secret; a single-host job without one listens on loopback only.
+TEST(CommEnvironment, MakeStoreListensWhereTheJobNeedsAndOnlyWithASecretBeyondLoopback) {
+  launch_env e;
+  e.rank = 0;
+  e.size = 4;
+  e.local_size = 2;
+  e.master_addr = "127.0.0.1";
+  e.master_port = 0;
+  EXPECT_THROW(make_store(e, std::chrono::seconds(2)), keel::invalid_argument);
+  e.store_secret = "0123456789abcdef0123456789abcdef";
+  auto wide = make_store(e, std::chrono::seconds(2));
+  EXPECT_EQ(dynamic_cast<tcp_store&>(*wide).bind_address(), "0.0.0.0");
+  e.local_size = 4;
+  e.store_secret.clear();
+  auto local = make_store(e, std::chrono::seconds(2));
+  EXPECT_EQ(dynamic_cast<tcp_store&>(*local).bind_address(), "127.0.0.1");
 }
 
 }  // namespace

@@ -18,8 +18,8 @@ const trace& mooncake() {
   return t;
 }
 
-replay_result run(const std::string& policy, std::optional<std::size_t> capacity,
-                  bool cap = true, bool hold = false, const std::string& index = "hash") {
+replay_result run(const std::string& policy, std::optional<std::size_t> capacity, bool cap = true,
+                  bool hold = false, const std::string& index = "hash") {
   replay_options o;
   o.policy = policy;
   o.capacity_blocks = capacity;
@@ -29,8 +29,8 @@ replay_result run(const std::string& policy, std::optional<std::size_t> capacity
   return replay(mooncake(), o);
 }
 
-constexpr std::size_t k_3m = 3'000'000 / 512;       // 5859 blocks
-constexpr std::size_t k_10m = 10'240'000 / 512;     // 20000 blocks
+constexpr std::size_t k_3m = 3'000'000 / 512;    // 5859 blocks
+constexpr std::size_t k_10m = 10'240'000 / 512;  // 20000 blocks
 
 // Reference (an independent replay): infinite 65.1%, LRU 3M 31.6%, LRU 10.24M 58.2%.
 TEST(MooncakeReplay, ReproducesTheReferenceHitRatesWithinHalfAPoint) {
@@ -93,6 +93,30 @@ TEST(MooncakeReplay, HoldModeKeepsBlocksBusyAndCostsHits) {
   const replay_result tight = run("lru", 400, true, true);
   EXPECT_GT(tight.rejected, 0u);
   EXPECT_LT(tight.hit_rate_tokens, hold.hit_rate_tokens);
+}
+
+// A capacity beyond what the trace can fill answers as "inf" does and costs no more: the pool
+// is sized by min(capacity, the trace's need), so 10^12 blocks neither allocates 10^12 blocks
+// nor changes a number (issue 15's "--capacity 1Gblocks" ran out of host memory).
+TEST(MooncakeReplay, AHugeCapacityAnswersAsInfinityDoes) {
+  const std::size_t huge = std::size_t{1} << 40;
+  for (const char* policy : {"lru", "s3fifo", "keel", "belady"}) {
+    SCOPED_TRACE(policy);
+    const replay_result inf = run(policy, std::nullopt);
+    const replay_result big = run(policy, huge);
+    EXPECT_EQ(big.capacity_blocks.value_or(0), huge);
+    EXPECT_EQ(big.hit_rate_tokens, inf.hit_rate_tokens);
+    EXPECT_EQ(big.hit_rate_blocks, inf.hit_rate_blocks);
+    EXPECT_EQ(big.evictions, 0u);
+    EXPECT_EQ(big.infinite_hit_rate_tokens, inf.hit_rate_tokens);
+    const replay_result held = run(policy, huge, true, true, "radix");
+    EXPECT_EQ(held.rejected, 0u);
+    EXPECT_EQ(held.evictions, 0u);
+  }
+  const std::vector<std::size_t> caps{huge};
+  const std::vector<std::string> policies{"lru"};
+  EXPECT_EQ(sweep(mooncake(), caps, policies, {}).at(0).hit_rate_tokens,
+            infinite_hit_rate(mooncake()));
 }
 
 TEST(MooncakeReplay, HitRateGrowsWithCapacity) {

@@ -7,7 +7,12 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
+#include <limits>
+#include <optional>
 #include <string>
+#include <type_traits>
+#include <vector>
 
 namespace keel::cli {
 
@@ -29,8 +34,78 @@ inline CLI::Option* add_json_flag(CLI::App* command, bool& json) {
   return command->add_flag("--json", json, "Print one JSON document on stdout");
 }
 
-// Throws keel::io_error unless `path` names a readable regular file.
+// Throws keel::io_error unless `path` names a readable regular file within the input limit
+// (keel::check_input_file: no device, FIFO, directory or /proc file that refuses reads).
 void require_readable_file(const std::string& path);
+
+// ---- numeric options: the one way to bind them -------------------------------------------
+//
+// Every option (or positional) with a numeric target is bound with add_number(), which puts
+// number_check() first among its validators. number_check accepts, for an integer type, an
+// optional sign and decimal digits; for a floating type, a finite number (strtod syntax
+// without nan, inf or hex); in both cases only within [lo, hi] (or (lo, hi] with
+// lo_open). It then rewrites the text to plain decimal, so CLI11's own conversion — strtoull
+// with base 0, which turns "-1", "2^64" and 23-digit numbers into 2^64-1 and "010" into 8 —
+// only ever sees a value in range. Everything else is a one-line usage error (exit 2) that
+// CLI11 prefixes with the option's name:
+//   "--seed: -1 is negative, expected an integer in [0, 18446744073709551615]"
+//   "--tpot-ms: nan is not a finite number, expected a number >= 0"
+// The range shows in --help after the type: "--threads INT:[1, 256]", "--tpot-ms FLOAT:>= 0".
+// The validator is named k_number_check; tests/cli checks that every numeric option has it.
+
+inline constexpr const char* k_number_check = "keel-number";
+
+namespace detail {
+__extension__ using number_i128 = __int128;
+std::string check_integer(std::string& text, number_i128 lo, number_i128 hi);
+std::string check_real(std::string& text, double lo, double hi, bool lo_open);
+std::string describe_integer(number_i128 lo, number_i128 hi);
+std::string describe_real(double lo, double hi, bool lo_open);
+
+template <class T>
+struct number_of {
+  using type = T;
+};
+template <class T>
+struct number_of<std::optional<T>> {
+  using type = T;
+};
+template <class T>
+struct number_of<std::vector<T>> {
+  using type = T;
+};
+}  // namespace detail
+
+template <class T>
+CLI::Validator number_check(T lo, T hi, bool lo_open = false) {
+  static_assert(std::is_arithmetic_v<T> && !std::is_same_v<T, bool>);
+  if constexpr (std::is_integral_v<T>) {
+    const auto l = static_cast<detail::number_i128>(lo);
+    const auto h = static_cast<detail::number_i128>(hi);
+    return CLI::Validator([l, h](std::string& text) { return detail::check_integer(text, l, h); },
+                          detail::describe_integer(l, h), k_number_check);
+  } else {
+    const auto l = static_cast<double>(lo);
+    const auto h = static_cast<double>(hi);
+    return CLI::Validator(
+        [l, h, lo_open](std::string& text) { return detail::check_real(text, l, h, lo_open); },
+        detail::describe_real(l, h, lo_open), k_number_check);
+  }
+}
+
+// Binds a numeric option: `target` is T, std::optional<T> or std::vector<T> (one check per
+// element); lo and hi default to T's whole (finite) range.
+template <class Target, class T = typename detail::number_of<Target>::type>
+CLI::Option* add_number(CLI::App* command, const std::string& name, Target& target,
+                        const std::string& help,
+                        std::type_identity_t<T> lo = std::numeric_limits<T>::lowest(),
+                        std::type_identity_t<T> hi = std::numeric_limits<T>::max(),
+                        bool lo_open = false) {
+  return command->add_option(name, target, help)->transform(number_check<T>(lo, hi, lo_open));
+}
+
+// The whole command line: every group on `app` (main() and the tests use it).
+void add_all_commands(CLI::App& app);
 
 // `keel mem bench` (tools/keel/mem_bench.cpp), added to the mem group by add_mem_commands.
 void add_mem_bench_command(CLI::App& mem);

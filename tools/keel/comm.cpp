@@ -12,12 +12,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <csignal>
-#include <iterator>
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -43,8 +43,10 @@ std::string self_exe() {
   return p.string();
 }
 
-bool launched() { return std::getenv("RANK") != nullptr || std::getenv("OMPI_COMM_WORLD_RANK") ||
-                         std::getenv("PMI_RANK") || std::getenv("SLURM_PROCID"); }
+bool launched() {
+  return std::getenv("RANK") != nullptr || std::getenv("OMPI_COMM_WORLD_RANK") ||
+         std::getenv("PMI_RANK") || std::getenv("SLURM_PROCID");
+}
 
 // While a job runs, SIGINT, SIGTERM and SIGHUP to the launcher kill its ranks too (then the
 // launcher dies of the signal as usual): an interrupted or timed-out launcher leaves no
@@ -111,7 +113,8 @@ std::vector<int> parse_rank_list(const std::string& text) {
     }
   }
   for (int r : out) {
-    if (r < 1 || r > 256) throw keel::invalid_argument(fmt::format("rank count {} outside [1, 256]", r));
+    if (r < 1 || r > 256)
+      throw keel::invalid_argument(fmt::format("rank count {} outside [1, 256]", r));
   }
   if (out.empty()) throw keel::invalid_argument("empty rank list");
   return out;
@@ -122,6 +125,24 @@ options rank_options(const std::string& transport_name, double timeout_s) {
   if (!transport_name.empty()) o.transport_kind = parse_transport(transport_name);
   if (timeout_s > 0) o.timeout = duration(static_cast<std::int64_t>(timeout_s * 1000));
   return o;
+}
+
+// A buffer size option: every rank allocates (and touches) buffers of this size, so a size
+// beyond k_max_buffer is refused up front rather than failing as "out of host memory".
+constexpr std::uint64_t k_max_buffer = 16 * k_gib;
+std::size_t buffer_size(const std::string& text, const char* option) {
+  std::uint64_t bytes = 0;
+  try {
+    bytes = parse_size(text);
+  } catch (const keel::invalid_argument& e) {
+    throw keel::invalid_argument(fmt::format("{}: {}", option, e.what()));
+  }
+  if (bytes > k_max_buffer) {
+    throw keel::invalid_argument(
+        fmt::format("{} {}: larger than {}, the largest buffer keel comm uses", option, text,
+                    format_size_exact(k_max_buffer)));
+  }
+  return static_cast<std::size_t>(bytes);
 }
 
 // `--bind core|none`: pin rank r to the r-th CPU when there are enough (Open MPI's default).
@@ -139,18 +160,19 @@ bool parse_bind(const std::string& text) {
 // ------------------------------------------------------------------ launch
 
 void add_launch(CLI::App* group) {
-  auto* cmd = group->add_subcommand("launch", "Start N local ranks of a command (torchrun-style env)");
+  auto* cmd =
+      group->add_subcommand("launch", "Start N local ranks of a command (torchrun-style env)");
   static int ranks = 2;
   static double grace = 10;
   static std::vector<std::string> command;
-  cmd->add_option("-n,--nproc", ranks, "Number of ranks")->required()->check(CLI::Range(1, 1024));
-  cmd->add_option("--grace", grace, "Seconds the other ranks get after one fails, then SIGKILL")
-      ->check(CLI::Range(0.0, 3600.0));
+  add_number(cmd, "-n,--nproc", ranks, "Number of ranks", 1, 1024)->required();
+  add_number(cmd, "--grace", grace, "Seconds the other ranks get after one fails, then SIGKILL",
+             0.0, 3600.0);
   static double limit = 0;
   static std::string bind = "core";
   add_bind_option(cmd, bind);
-  cmd->add_option("--timeout", limit, "Kill every rank still running after this many seconds (0: no limit)")
-      ->check(CLI::Range(0.0, 1e7));
+  add_number(cmd, "--timeout", limit,
+             "Kill every rank still running after this many seconds (0: no limit)", 0.0, 1e7);
   cmd->add_option("command", command, "The command and its arguments (after --)")->required();
   cmd->callback([] {
     local_job job(ranks, command, {}, {}, parse_bind(bind));
@@ -162,7 +184,8 @@ void add_launch(CLI::App* group) {
       std::exit(124);
     }
     for (const auto& e : exits) {
-      if (e.code != 0) std::cerr << fmt::format("keel comm launch: rank {} exited with {}\n", e.rank, e.code);
+      if (e.code != 0)
+        std::cerr << fmt::format("keel comm launch: rank {} exited with {}\n", e.rank, e.code);
     }
     if (const int code = job_exit_code(exits); code != 0) std::exit(code);
   });
@@ -179,22 +202,25 @@ void add_verify(CLI::App* group) {
   static std::string transport_name;
   static double timeout = 60;
   static bool json = false;
-  cmd->add_option("-N,--ranks", ranks_text, "Rank counts to launch, e.g. 1-4 or 2,8 (default 1-4; --full 1-8)");
-  cmd->add_flag("--full", full, "Every reduction and size (0 .. --max-bytes), not the rotated slice");
+  cmd->add_option("-N,--ranks", ranks_text,
+                  "Rank counts to launch, e.g. 1-4 or 2,8 (default 1-4; --full 1-8)");
+  cmd->add_flag("--full", full,
+                "Every reduction and size (0 .. --max-bytes), not the rotated slice");
   cmd->add_option("--max-bytes", max_text, "Largest buffer (default 1M; the full matrix uses 64M)");
   cmd->add_option("--transport", transport_name, "auto, shm or tcp");
-  cmd->add_option("--timeout", timeout, "Seconds per collective")->check(CLI::Range(0.001, 1e6));
+  add_number(cmd, "--timeout", timeout, "Seconds per collective", 0.001, 1e6);
   add_json_flag(cmd, json);
   cmd->callback([] {
-    const std::size_t max_bytes = parse_size(max_text);
+    const std::size_t max_bytes = buffer_size(max_text, "--max-bytes");
     if (!transport_name.empty()) parse_transport(transport_name);  // validate early
     if (!launched()) {
-      const std::vector<int> counts = parse_rank_list(
-          ranks_text.empty() ? (full ? "1-8" : "1-4") : ranks_text);
+      const std::vector<int> counts =
+          parse_rank_list(ranks_text.empty() ? (full ? "1-8" : "1-4") : ranks_text);
       int worst = 0;
       for (int n : counts) {
-        std::vector<std::string> args{"comm", "verify", "--max-bytes", std::to_string(max_bytes),
-                                      "--timeout", fmt::format("{}", timeout)};
+        std::vector<std::string> args{"comm",        "verify",
+                                      "--max-bytes", std::to_string(max_bytes),
+                                      "--timeout",   fmt::format("{}", timeout)};
         if (full) args.push_back("--full");
         if (!transport_name.empty()) args.insert(args.end(), {"--transport", transport_name});
         if (json) args.push_back("--json");
@@ -215,10 +241,14 @@ void add_verify(CLI::App* group) {
     }
     const double seconds = std::chrono::duration<double>(steady::now() - t0).count();
     if (c->rank() == 0) {
-      const std::string kind = c->size() > 1 ? std::string(to_string(c->transport_to(1 % c->size()))) : "none";
+      const std::string kind =
+          c->size() > 1 ? std::string(to_string(c->transport_to(1 % c->size()))) : "none";
       if (json) {
-        print_json({{"ranks", c->size()}, {"transport", kind}, {"cases", cases.size()},
-                    {"failed", failed}, {"seconds", seconds}});
+        print_json({{"ranks", c->size()},
+                    {"transport", kind},
+                    {"cases", cases.size()},
+                    {"failed", failed},
+                    {"seconds", seconds}});
       } else {
         for (const auto& f : failed) std::cout << "FAIL " << f << '\n';
         std::cout << fmt::format("verify: {} ranks ({}): {} cases, {} failed, {:.1f} s\n",
@@ -263,29 +293,34 @@ void add_bench(CLI::App* group) {
   static bool json = false;
   cmd->add_option("-b,--minbytes", min_text, "Smallest size (default 8)");
   cmd->add_option("-e,--maxbytes", max_text, "Largest size (default 64M)");
-  cmd->add_option("-f,--stepfactor", factor, "Multiply the size by this (default 2)")->check(CLI::Range(1.01, 1e6));
-  cmd->add_option("-n,--iters", iters, "Timed iterations per size (default 20)")->check(CLI::Range(1, 1000000));
-  cmd->add_option("-w,--warmup_iters", warmup, "Warm-up iterations (default 5)")->check(CLI::Range(0, 1000000));
-  cmd->add_option("-c,--check", check, "Check results against a reference: 1 yes, 0 no")->check(CLI::Range(0, 1));
+  add_number(cmd, "-f,--stepfactor", factor, "Multiply the size by this (default 2)", 1.01, 1e6);
+  add_number(cmd, "-n,--iters", iters, "Timed iterations per size (default 20)", 1, 1000000);
+  add_number(cmd, "-w,--warmup_iters", warmup, "Warm-up iterations (default 5)", 0, 1000000);
+  add_number(cmd, "-c,--check", check, "Check results against a reference: 1 yes, 0 no", 0, 1);
   cmd->add_option("-o,--redop", redop_name, "Reduction: sum, prod, min, max, avg (nccl-tests' -o)");
   cmd->add_option("-d,--datatype", type_name, "float, double, half, bfloat16, int32, int64, uint8");
-  cmd->add_option("--op", coll_name, "Collective: allreduce, reduce, broadcast, reduce_scatter, allgather, alltoall, sendrecv");
+  cmd->add_option(
+      "--op", coll_name,
+      "Collective: allreduce, reduce, broadcast, reduce_scatter, allgather, alltoall, sendrecv");
   cmd->add_option("--algo", algo_name, "auto, ring, tree, rd, rabenseifner, reducer, direct");
   cmd->add_option("--transport", transport_name, "auto, shm, tcp");
-  cmd->add_option("--timeout", timeout, "Seconds per collective")->check(CLI::Range(0.001, 1e6));
-  cmd->add_option("-r,--root", root, "Root rank of reduce/broadcast")->check(CLI::Range(0, 1023));
-  cmd->add_option("-N,--ranks", ranks, "Launch this many local ranks (0: use the environment)")->check(CLI::Range(0, 256));
+  add_number(cmd, "--timeout", timeout, "Seconds per collective", 0.001, 1e6);
+  add_number(cmd, "-r,--root", root, "Root rank of reduce/broadcast", 0, 1023);
+  add_number(cmd, "-N,--ranks", ranks, "Launch this many local ranks (0: use the environment)", 0,
+             256);
   static std::string bind = "core";
   add_bind_option(cmd, bind);
   add_json_flag(cmd, json);
   cmd->callback([] {
-    const std::size_t min_bytes = parse_size(min_text), max_bytes = parse_size(max_text);
+    const std::size_t min_bytes = buffer_size(min_text, "-b"),
+                      max_bytes = buffer_size(max_text, "-e");
     if (min_bytes > max_bytes) throw keel::invalid_argument("-b is larger than -e");
     const reduce_op redop = parse_reduce_op(redop_name);
     const dtype type = parse_dtype(type_name);
     const collective coll = parse_collective(coll_name);
     const algorithm algo = parse_algorithm(algo_name);
-    if (coll == collective::barrier) throw keel::invalid_argument("--op barrier: nothing to measure in bytes");
+    if (coll == collective::barrier)
+      throw keel::invalid_argument("--op barrier: nothing to measure in bytes");
     if (!transport_name.empty()) parse_transport(transport_name);
     parse_bind(bind);
     if (ranks > 0 && !launched()) {
@@ -293,10 +328,12 @@ void add_bench(CLI::App* group) {
       // Drop -N/--ranks and its value so the children run as ranks.
       for (std::size_t i = 0; i < args.size(); ++i) {
         if (args[i] == "-N" || args[i] == "--ranks") {
-          args.erase(args.begin() + static_cast<long>(i), args.begin() + static_cast<long>(std::min(i + 2, args.size())));
+          args.erase(args.begin() + static_cast<long>(i),
+                     args.begin() + static_cast<long>(std::min(i + 2, args.size())));
           break;
         }
-        if (args[i].rfind("--ranks=", 0) == 0 || (args[i].rfind("-N", 0) == 0 && args[i].size() > 2)) {
+        if (args[i].rfind("--ranks=", 0) == 0 ||
+            (args[i].rfind("-N", 0) == 0 && args[i].size() > 2)) {
           args.erase(args.begin() + static_cast<long>(i));
           break;
         }
@@ -306,7 +343,8 @@ void add_bench(CLI::App* group) {
     }
     auto c = communicator::from_env(rank_options(transport_name, timeout));
     const int n = c->size(), me = c->rank();
-    if (root >= n) throw keel::invalid_argument(fmt::format("root {} is not a rank of {}", root, n));
+    if (root >= n)
+      throw keel::invalid_argument(fmt::format("root {} is not a rank of {}", root, n));
     const std::size_t E = dtype_size(type);
     const bool per_rank = coll == collective::reduce_scatter || coll == collective::allgather ||
                           coll == collective::alltoall;
@@ -318,29 +356,35 @@ void add_bench(CLI::App* group) {
     int bw_count = 0;
     std::int64_t wrong_total = 0;
     if (me == 0 && !json) {
-      std::cout << fmt::format("# nThread 1 nGpus 1 minBytes {} maxBytes {} step: {}(factor) "
-                               "warmup iters: {} iters: {} agg iters: 1 validation: {} graph: 0\n#\n",
-                               min_bytes, max_bytes, factor, warmup, iters, check);
+      std::cout << fmt::format(
+          "# nThread 1 nGpus 1 minBytes {} maxBytes {} step: {}(factor) "
+          "warmup iters: {} iters: {} agg iters: 1 validation: {} graph: 0\n#\n",
+          min_bytes, max_bytes, factor, warmup, iters, check);
       std::cout << "# Using devices\n";
       char host[256] = {};
       ::gethostname(host, sizeof host - 1);
       for (int r = 0; r < n; ++r) {
-        std::cout << fmt::format("#  Rank {:2d} Group  0 Pid {:6d} on {:>10} device  0 [cpu] {}\n", r,
-                                 r == 0 ? ::getpid() : 0, host,
+        std::cout << fmt::format("#  Rank {:2d} Group  0 Pid {:6d} on {:>10} device  0 [cpu] {}\n",
+                                 r, r == 0 ? ::getpid() : 0, host,
                                  r == 0 ? "self" : to_string(c->transport_to(r)));
       }
       std::cout << "#\n";
-      std::cout << "#                                                              out-of-place                       in-place          \n";
-      std::cout << "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n";
-      std::cout << "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)       \n";
+      std::cout << "#                                                              out-of-place    "
+                   "                   in-place          \n";
+      std::cout << "#       size         count      type   redop    root     time   algbw   busbw "
+                   "#wrong     time   algbw   busbw #wrong\n";
+      std::cout << "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)  "
+                   "          (us)  (GB/s)  (GB/s)       \n";
     }
-    for (double sz = static_cast<double>(min_bytes); sz <= static_cast<double>(max_bytes) * 1.0000001;
-         sz = std::max(sz * factor, sz + 1)) {
+    for (double sz = static_cast<double>(min_bytes);
+         sz <= static_cast<double>(max_bytes) * 1.0000001; sz = std::max(sz * factor, sz + 1)) {
       const std::size_t bytes_req = static_cast<std::size_t>(sz);
       std::size_t count = bytes_req / E / (per_rank ? n : 1);
       const std::size_t bytes = count * E * (per_rank ? n : 1);
-      const std::size_t in_elems = (coll == collective::reduce_scatter || coll == collective::alltoall) ? count * n : count;
-      const std::size_t out_elems = (coll == collective::allgather || coll == collective::alltoall) ? count * n : count;
+      const std::size_t in_elems =
+          (coll == collective::reduce_scatter || coll == collective::alltoall) ? count * n : count;
+      const std::size_t out_elems =
+          (coll == collective::allgather || coll == collective::alltoall) ? count * n : count;
       in.assign(in_elems * E, std::byte{1});
       out.assign(out_elems * E, std::byte{0});
       call_options co;
@@ -352,13 +396,21 @@ void add_bench(CLI::App* group) {
           std::byte* ip = in.data();
           std::byte* op = out.data();
           switch (coll) {
-            case collective::allreduce: c->allreduce(inplace ? op : ip, op, count, type, redop, co); break;
-            case collective::reduce: c->reduce(inplace ? op : ip, op, count, type, redop, root, co); break;
-            case collective::broadcast: c->broadcast(inplace ? op : ip, op, count, type, root, co); break;
+            case collective::allreduce:
+              c->allreduce(inplace ? op : ip, op, count, type, redop, co);
+              break;
+            case collective::reduce:
+              c->reduce(inplace ? op : ip, op, count, type, redop, root, co);
+              break;
+            case collective::broadcast:
+              c->broadcast(inplace ? op : ip, op, count, type, root, co);
+              break;
             case collective::reduce_scatter:
               c->reduce_scatter(ip, inplace ? ip + me * count * E : op, count, type, redop, co);
               break;
-            case collective::allgather: c->allgather(inplace ? op + me * count * E : ip, op, count, type, co); break;
+            case collective::allgather:
+              c->allgather(inplace ? op + me * count * E : ip, op, count, type, co);
+              break;
             case collective::alltoall: c->alltoall(inplace ? op : ip, op, count, type, co); break;
             case collective::sendrecv:
               if (n == 1) break;
@@ -393,18 +445,28 @@ void add_bench(CLI::App* group) {
         bw_sum += res[place].busbw;
         ++bw_count;
       }
-      const int shown_root = (coll == collective::reduce || coll == collective::broadcast) ? root : -1;
+      const int shown_root =
+          (coll == collective::reduce || coll == collective::broadcast) ? root : -1;
       if (me == 0) {
         if (json) {
-          rows.push_back({{"size", bytes}, {"count", count}, {"type", to_string(type)},
-                          {"redop", reduces ? to_string(redop) : "none"}, {"root", shown_root},
-                          {"time_us", res[0].time_us}, {"algbw", res[0].algbw},
-                          {"busbw", res[0].busbw}, {"wrong", res[0].wrong},
-                          {"in_place", {{"time_us", res[1].time_us}, {"algbw", res[1].algbw},
-                                        {"busbw", res[1].busbw}, {"wrong", res[1].wrong}}}});
+          rows.push_back({{"size", bytes},
+                          {"count", count},
+                          {"type", to_string(type)},
+                          {"redop", reduces ? to_string(redop) : "none"},
+                          {"root", shown_root},
+                          {"time_us", res[0].time_us},
+                          {"algbw", res[0].algbw},
+                          {"busbw", res[0].busbw},
+                          {"wrong", res[0].wrong},
+                          {"in_place",
+                           {{"time_us", res[1].time_us},
+                            {"algbw", res[1].algbw},
+                            {"busbw", res[1].busbw},
+                            {"wrong", res[1].wrong}}}});
         } else {
-          std::cout << fmt::format("{:12d}  {:12d}  {:>8}  {:>6}  {:6d}", bytes, count, to_string(type),
-                                   reduces ? to_string(redop) : "none", shown_root);
+          std::cout << fmt::format("{:12d}  {:12d}  {:>8}  {:>6}  {:6d}", bytes, count,
+                                   to_string(type), reduces ? to_string(redop) : "none",
+                                   shown_root);
           for (const auto& r : res) {
             std::cout << fmt::format("  {}  {:6.2f}  {:6.2f}  {:>5}", time_text(r.time_us), r.algbw,
                                      r.busbw, check ? std::to_string(r.wrong) : std::string("N/A"));
@@ -417,11 +479,15 @@ void add_bench(CLI::App* group) {
     const double avg = bw_count ? bw_sum / bw_count : 0;
     if (me == 0) {
       if (json) {
-        print_json({{"collective", to_string(coll)}, {"ranks", n},
-                    {"algo", to_string(algo)}, {"rows", rows}, {"avg_busbw", avg},
+        print_json({{"collective", to_string(coll)},
+                    {"ranks", n},
+                    {"algo", to_string(algo)},
+                    {"rows", rows},
+                    {"avg_busbw", avg},
                     {"wrong", wrong_total}});
       } else {
-        std::cout << fmt::format("# Out of bounds values : {} {}\n", wrong_total, wrong_total ? "FAILED" : "OK");
+        std::cout << fmt::format("# Out of bounds values : {} {}\n", wrong_total,
+                                 wrong_total ? "FAILED" : "OK");
         std::cout << fmt::format("# Avg bus bandwidth : {:g}\n#\n", avg);
       }
     }
@@ -437,8 +503,8 @@ void add_fault_worker(CLI::App* group) {
   auto* cmd = group->add_subcommand("fault-worker", "")->group("");
   static double timeout = 2;
   static std::size_t count = 65536;
-  cmd->add_option("--timeout", timeout);
-  cmd->add_option("--count", count);
+  add_number(cmd, "--timeout", timeout, "", 0.001, 1e6);
+  add_number(cmd, "--count", count, "", 1, std::size_t{1} << 28);
   cmd->callback([] {
     auto c = communicator::from_env(rank_options("", timeout));
     std::vector<float> a(count, 1.0f), b(count);
@@ -448,7 +514,8 @@ void add_fault_worker(CLI::App* group) {
       } catch (const comm_error& e) {
         const auto now = std::chrono::system_clock::now().time_since_epoch();
         const char* kind = dynamic_cast<const timeout_error*>(&e) ? "timeout"
-                           : dynamic_cast<const peer_error*>(&e) ? "peer" : "other";
+                           : dynamic_cast<const peer_error*>(&e)  ? "peer"
+                                                                  : "other";
         std::cout << fmt::format("ERROR {} {} {} {} {} {}\n", kind,
                                  std::chrono::duration_cast<std::chrono::nanoseconds>(now).count(),
                                  e.collective(), e.seq(), e.rank(), e.what())
@@ -468,23 +535,24 @@ void add_faults(CLI::App* group) {
   static std::string transport_name = "auto";
   static bool json = false;
   static unsigned seed = 1;
-  cmd->add_option("-N,--ranks", ranks, "Ranks per trial (default 4)")->check(CLI::Range(2, 64));
-  cmd->add_option("--trials", trials, "Trials (default 20)")->check(CLI::Range(1, 10000));
-  cmd->add_option("--timeout", timeout, "Collective timeout in seconds (default 2)")->check(CLI::Range(0.05, 600.0));
+  add_number(cmd, "-N,--ranks", ranks, "Ranks per trial (default 4)", 2, 64);
+  add_number(cmd, "--trials", trials, "Trials (default 20)", 1, 10000);
+  add_number(cmd, "--timeout", timeout, "Collective timeout in seconds (default 2)", 0.05, 600.0);
   cmd->add_option("--transport", transport_name, "auto, shm or tcp");
-  cmd->add_option("--seed", seed, "Random seed for victim and kill time");
+  add_number(cmd, "--seed", seed, "Random seed for victim and kill time");
   add_json_flag(cmd, json);
   cmd->callback([] {
     parse_transport(transport_name);
     std::mt19937 rng(seed);
-    const auto logs = std::filesystem::temp_directory_path() /
-                      fmt::format("keel-comm-faults-{}", ::getpid());
+    const auto logs =
+        std::filesystem::temp_directory_path() / fmt::format("keel-comm-faults-{}", ::getpid());
     nlohmann::json results = nlohmann::json::array();
     int ok_trials = 0, hangs = 0, leaks = 0;
     double worst = 0;
     for (int t = 0; t < trials; ++t) {
       std::filesystem::remove_all(logs);
-      local_job job(ranks, {self_exe(), "comm", "fault-worker", "--timeout", fmt::format("{}", timeout)},
+      local_job job(ranks,
+                    {self_exe(), "comm", "fault-worker", "--timeout", fmt::format("{}", timeout)},
                     {{"KEEL_COMM_TRANSPORT", transport_name}}, logs.string());
       job_signal_guard guard(job);
       // Wait until every rank runs its loop, then kill one at a random moment.
@@ -499,15 +567,19 @@ void add_faults(CLI::App* group) {
         if (ready == ranks) break;
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(10, 300)(rng)));
+      std::this_thread::sleep_for(
+          std::chrono::milliseconds(std::uniform_int_distribution<int>(10, 300)(rng)));
       const int victim = std::uniform_int_distribution<int>(0, ranks - 1)(rng);
       const auto killed_at = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                 std::chrono::system_clock::now().time_since_epoch()).count();
+                                 std::chrono::system_clock::now().time_since_epoch())
+                                 .count();
       ::kill(job.pids()[static_cast<std::size_t>(victim)], SIGKILL);
-      const auto exits = job.wait(std::chrono::milliseconds(static_cast<long>(timeout * 1000) + 5000), false);
+      const auto exits =
+          job.wait(std::chrono::milliseconds(static_cast<long>(timeout * 1000) + 5000), false);
       const auto leftover = job.leftover_segments();
       for (const auto& name : leftover) std::filesystem::remove("/dev/shm/" + name);
-      nlohmann::json trial{{"trial", t}, {"victim", victim}, {"leftover_segments", leftover.size()}};
+      nlohmann::json trial{
+          {"trial", t}, {"victim", victim}, {"leftover_segments", leftover.size()}};
       nlohmann::json survivors = nlohmann::json::array();
       bool trial_ok = leftover.empty();
       leaks += !leftover.empty();
@@ -544,23 +616,33 @@ void add_faults(CLI::App* group) {
       if (!json) {
         std::cout << fmt::format("trial {:3d}: killed rank {}; ", t, victim);
         for (const auto& s : survivors) {
-          if (s.contains("hang")) std::cout << fmt::format("rank {} HANG; ", s["rank"].get<int>());
-          else std::cout << fmt::format("rank {} {} after {:.3f} s (blames {}); ", s["rank"].get<int>(),
-                                        s["error"].get<std::string>(), s["seconds_after_kill"].get<double>(),
-                                        s["blamed_rank"].get<int>());
+          if (s.contains("hang"))
+            std::cout << fmt::format("rank {} HANG; ", s["rank"].get<int>());
+          else
+            std::cout << fmt::format("rank {} {} after {:.3f} s (blames {}); ",
+                                     s["rank"].get<int>(), s["error"].get<std::string>(),
+                                     s["seconds_after_kill"].get<double>(),
+                                     s["blamed_rank"].get<int>());
         }
-        std::cout << fmt::format("{} segment(s) left{}\n", leftover.size(), trial_ok ? "" : "  FAIL");
+        std::cout << fmt::format("{} segment(s) left{}\n", leftover.size(),
+                                 trial_ok ? "" : "  FAIL");
       }
     }
     std::filesystem::remove_all(logs);
     if (json) {
-      print_json({{"ranks", ranks}, {"trials", trials}, {"timeout_s", timeout}, {"ok_trials", ok_trials},
-                  {"hangs", hangs}, {"trials_with_leftover_segments", leaks},
-                  {"worst_seconds_after_kill", worst}, {"results", results}});
+      print_json({{"ranks", ranks},
+                  {"trials", trials},
+                  {"timeout_s", timeout},
+                  {"ok_trials", ok_trials},
+                  {"hangs", hangs},
+                  {"trials_with_leftover_segments", leaks},
+                  {"worst_seconds_after_kill", worst},
+                  {"results", results}});
     } else {
-      std::cout << fmt::format("faults: {}/{} trials ok; {} hangs; {} trials left segments; worst "
-                               "error {:.3f} s after the kill (limit {:.3f} s)\n",
-                               ok_trials, trials, hangs, leaks, worst, timeout + 1.0);
+      std::cout << fmt::format(
+          "faults: {}/{} trials ok; {} hangs; {} trials left segments; worst "
+          "error {:.3f} s after the kill (limit {:.3f} s)\n",
+          ok_trials, trials, hangs, leaks, worst, timeout + 1.0);
     }
     if (ok_trials != trials) std::exit(1);
   });
@@ -569,7 +651,8 @@ void add_faults(CLI::App* group) {
 }  // namespace
 
 void add_comm_commands(CLI::App& root) {
-  CLI::App* group = root.add_subcommand("comm", "Collective communication: launch ranks, benchmark collectives");
+  CLI::App* group =
+      root.add_subcommand("comm", "Collective communication: launch ranks, benchmark collectives");
   group->require_subcommand(1);
   add_launch(group);
   add_verify(group);

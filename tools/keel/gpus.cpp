@@ -218,12 +218,13 @@ void add_pick(CLI::App* group) {
   auto needs = std::make_shared<std::vector<std::string>>();
   auto top = std::make_shared<int>(5);
   add_json_flag(cmd, *json_out);
-  auto* o_budget = cmd->add_option("--budget", *budget, "Budget in USD (launch prices)");
+  auto* o_budget =
+      add_number(cmd, "--budget", *budget, "Budget in USD (launch prices)", 0.0, 1e12, true);
   cmd->add_option("--need", *needs,
                   "fp64 | fp16 | bf16 | tf32 | fp8 | int8 | memory=SIZE | bandwidth=GBPS | "
                   "cuda=VER | cudnn=VER (repeatable)")
       ->take_all();
-  cmd->add_option("--top", *top, "How many to show (default 5)")->check(CLI::PositiveNumber);
+  add_number(cmd, "--top", *top, "How many to show (default 5)", 1, 1000000);
   cmd->callback([=] {
     const std::optional<double> b =
         o_budget->count() ? std::optional<double>(*budget) : std::nullopt;

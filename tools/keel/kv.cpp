@@ -2,12 +2,13 @@
 #include <fmt/format.h>
 
 #include <chrono>
-#include <fstream>
 #include <iostream>
+#include <limits>
 #include <map>
 
 #include "cli.hpp"
 #include "keel/core/error.hpp"
+#include "keel/core/output_file.hpp"
 #include "keel/kv/eviction_policy.hpp"
 #include "keel/kv/replay.hpp"
 
@@ -30,32 +31,30 @@ void add_common(CLI::App* cmd, common_args& a) {
                   "JSONL trace: Mooncake format (timestamp, input_length, output_length, "
                   "hash_ids) or raw \"tokens\"")
       ->required();
-  cmd->add_option("--block-size", a.block_size, "Tokens per block (Mooncake traces: 512)")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+  add_number(cmd, "--block-size", a.block_size, "Tokens per block (Mooncake traces: 512)", 1,
+             std::size_t{1} << 20)
+      ->capture_default_str();
   cmd->add_option("--index", a.index, "Prefix index: hash (vLLM) or radix (SGLang)")
       ->capture_default_str()
       ->check(CLI::IsMember({"hash", "radix"}));
   cmd->add_flag("--hold", a.hold,
                 "Keep each request's blocks referenced for its modelled prefill+decode time");
-  cmd->add_option("--prefill-tps", a.prefill_tps,
-                  "--hold: uncached prompt tokens prefilled per second")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--tpot-ms", a.tpot_ms, "--hold: milliseconds per output token")
-      ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+  add_number(cmd, "--prefill-tps", a.prefill_tps,
+             "--hold: uncached prompt tokens prefilled per second", 0.0,
+             std::numeric_limits<double>::max(), true)
+      ->capture_default_str();
+  add_number(cmd, "--tpot-ms", a.tpot_ms, "--hold: milliseconds per output token", 0.0)
+      ->capture_default_str();
   cmd->add_flag("--no-hit-cap", a.no_hit_cap,
                 "Count a hit on the whole prompt (default: cap at num_tokens - 1, as vLLM)");
   add_json_flag(cmd, a.json);
 }
 
 kv::trace load(const common_args& a, double& load_ms) {
-  require_readable_file(a.trace_path);
   const auto start = std::chrono::steady_clock::now();
   kv::trace t = kv::load_trace(a.trace_path, a.block_size);
-  load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-                .count();
+  load_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   if (t.requests.empty()) throw keel::invalid_argument(a.trace_path + ": no requests");
   return t;
 }
@@ -124,8 +123,8 @@ void add_replay(CLI::App& group) {
     fmt::print("cache      {}, policy {}, index {}, {} mode\n",
                capacity_text(r.capacity_blocks, t.block_size), r.policy, r.index,
                a.hold ? "hold" : "instant");
-    fmt::print("hit rate   {:.2f}% of prompt tokens, {:.2f}% of blocks\n",
-               100 * r.hit_rate_tokens, 100 * r.hit_rate_blocks);
+    fmt::print("hit rate   {:.2f}% of prompt tokens, {:.2f}% of blocks\n", 100 * r.hit_rate_tokens,
+               100 * r.hit_rate_blocks);
     fmt::print("ceiling    {:.2f}% with an infinite cache\n", 100 * r.infinite_hit_rate_tokens);
     fmt::print("evictions  {}\n", r.evictions);
     if (a.hold) {
@@ -138,8 +137,8 @@ void add_replay(CLI::App& group) {
 
 void add_sweep(CLI::App& group) {
   auto args = std::make_shared<common_args>();
-  auto capacities = std::make_shared<std::vector<std::string>>(std::vector<std::string>{
-      "500k", "1M", "2M", "3M", "5M", "7.5M", "10.24M", "15M", "20M"});
+  auto capacities = std::make_shared<std::vector<std::string>>(
+      std::vector<std::string>{"500k", "1M", "2M", "3M", "5M", "7.5M", "10.24M", "15M", "20M"});
   auto policies = std::make_shared<std::vector<std::string>>(kv::policy_names());
   auto svg = std::make_shared<std::string>("kv-sweep.svg");
   auto no_svg = std::make_shared<bool>(false);
@@ -169,15 +168,14 @@ void add_sweep(CLI::App& group) {
     const kv::replay_options o = options_of(a);
     const double infinite = kv::infinite_hit_rate(t, o.cap_hit_at_last_token);
     const std::vector<kv::sweep_point> points = kv::sweep(t, caps, *policies, o);
-    const double ms = std::chrono::duration<double, std::milli>(
-                          std::chrono::steady_clock::now() - start).count();
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     if (!*no_svg) {
-      std::ofstream out(*svg);
-      out << kv::sweep_svg(points, infinite, t.block_size,
-                           fmt::format("{}: prefix hit rate vs. capacity ({}-token blocks, {})",
-                                       t.source.substr(t.source.find_last_of('/') + 1),
-                                       t.block_size, a.hold ? "hold" : "instant"));
-      if (!out) throw keel::io_error(fmt::format("{}: cannot write", *svg));
+      write_output_file(
+          *svg, kv::sweep_svg(points, infinite, t.block_size,
+                              fmt::format("{}: prefix hit rate vs. capacity ({}-token blocks, {})",
+                                          t.source.substr(t.source.find_last_of('/') + 1),
+                                          t.block_size, a.hold ? "hold" : "instant")));
     }
     if (a.json) {
       nlohmann::ordered_json j;

@@ -1,13 +1,13 @@
 // `keel mem`: replay PyTorch memory snapshots, explain OOMs, advise allocator settings.
 #include <fmt/format.h>
 
-#include <fstream>
 #include <iostream>
 #include <optional>
 
 #include "cli.hpp"
 #include "keel/core/bytes.hpp"
 #include "keel/core/error.hpp"
+#include "keel/core/output_file.hpp"
 #include "keel/memory/analysis.hpp"
 #include "keel/memory/replay.hpp"
 #include "keel/memory/snapshot.hpp"
@@ -70,16 +70,13 @@ void run_synth(synth_args a) {
   }
   const snapshot s = synthesize(a.options);
   const bool as_json = a.out.size() >= 5 && a.out.substr(a.out.size() - 5) == ".json";
-  {
-    std::ofstream file(a.out, std::ios::binary);
-    if (!file) throw io_error(fmt::format("{}: cannot write", a.out));
+  write_output_file(a.out, [&](std::ostream& file) {
     if (as_json) {
       write_snapshot_json(s, file);
     } else {
       write_snapshot_pickle(s, file);
     }
-    if (!file) throw io_error(fmt::format("{}: write failed", a.out));
-  }
+  });
   std::uint64_t reserved = 0;
   for (const snapshot_segment& seg : s.segments) reserved += seg.total_size;
   const std::size_t entries = s.device_traces.empty() ? 0 : s.device_traces[0].size();
@@ -108,8 +105,8 @@ void add_mem_commands(CLI::App& root) {
       "replay", "Replay a PyTorch memory snapshot through keel's allocator and measure it");
   rp->add_option("trace", replay_cmd->trace, "Snapshot file (pickle from _dump_snapshot, or JSON)")
       ->required();
-  rp->add_option("--device", replay_cmd->device,
-                 "Device to replay (default: every device with data)");
+  add_number(rp, "--device", replay_cmd->device,
+             "Device to replay (default: every device with data)", 0, k_max_device);
   rp->add_option("--policy", replay_cmd->policy, "pytorch or keel")->capture_default_str();
   rp->add_option("--conf", replay_cmd->conf,
                  "Allocator settings in PYTORCH_CUDA_ALLOC_CONF syntax (default: as recorded)");
@@ -139,20 +136,19 @@ void add_mem_commands(CLI::App& root) {
       ->required();
   sy->add_option("--out", synth_cmd->out, "Output file: .pickle (PyTorch's format) or .json")
       ->required();
-  sy->add_option("--seed", synth_cmd->options.seed, "Random seed")->capture_default_str();
-  sy->add_option("--steps", synth_cmd->options.steps, "Training steps or requests")
+  synth_options& so = synth_cmd->options;
+  add_number(sy, "--seed", so.seed, "Random seed")->capture_default_str();
+  add_number(sy, "--steps", so.steps, "Training steps or requests", 1, 100000)
       ->capture_default_str();
-  sy->add_option("--layers", synth_cmd->options.layers, "Transformer layers")
+  add_number(sy, "--layers", so.layers, "Transformer layers", 1, 1000)->capture_default_str();
+  add_number(sy, "--hidden", so.hidden, "Hidden size", 1, 1 << 20)->capture_default_str();
+  add_number(sy, "--heads", so.heads, "Attention heads", 1, 1 << 16)->capture_default_str();
+  add_number(sy, "--batch", so.batch, "Batch size", 1, 1 << 16)->capture_default_str();
+  add_number(sy, "--min-seq", so.min_seq, "Shortest sequence or prompt", 1, 1 << 24)
       ->capture_default_str();
-  sy->add_option("--hidden", synth_cmd->options.hidden, "Hidden size")->capture_default_str();
-  sy->add_option("--heads", synth_cmd->options.heads, "Attention heads")->capture_default_str();
-  sy->add_option("--batch", synth_cmd->options.batch, "Batch size")->capture_default_str();
-  sy->add_option("--min-seq", synth_cmd->options.min_seq, "Shortest sequence or prompt")
+  add_number(sy, "--max-seq", so.max_seq, "Longest sequence or prompt", 1, 1 << 24)
       ->capture_default_str();
-  sy->add_option("--max-seq", synth_cmd->options.max_seq, "Longest sequence or prompt")
-      ->capture_default_str();
-  sy->add_option("--new-tokens", synth_cmd->options.new_tokens,
-                 "Tokens generated per request (infer)")
+  add_number(sy, "--new-tokens", so.new_tokens, "Tokens generated per request (infer)", 1, 1 << 24)
       ->capture_default_str();
   add_json_flag(sy, synth_cmd->json);
   sy->callback([synth_cmd] { run_synth(*synth_cmd); });

@@ -3,10 +3,12 @@
 #include <unistd.h>
 
 #include <iostream>
+#include <sstream>
 
 #include "cli.hpp"
 #include "keel/core/bytes.hpp"
 #include "keel/core/error.hpp"
+#include "keel/core/output_file.hpp"
 #include "keel/memory/analysis.hpp"
 #include "keel/memory/report_html.hpp"
 #include "keel/memory/snapshot.hpp"
@@ -56,7 +58,7 @@ void run_advise(const advise_args& a) {
   options.progress = progress_bar();
   const analysis result = analyze(snap, a.trace, options);
   const nlohmann::json document = to_json(result);
-  if (a.html) write_html_report(*a.html, snap, document);
+  if (a.html) write_html(*a.html, snap, document);
   if (a.json) {
     print_json(document);
   } else {
@@ -81,7 +83,12 @@ void run_explain(const explain_args& a) {
 
 std::optional<std::uint64_t> capacity_option(const std::optional<std::string>& text) {
   if (!text) return std::nullopt;
-  const std::uint64_t bytes = parse_size(*text);
+  std::uint64_t bytes = 0;
+  try {
+    bytes = parse_size(*text);
+  } catch (const invalid_argument& e) {
+    throw invalid_argument(fmt::format("--capacity: {}", e.what()));
+  }
   if (bytes == 0) throw invalid_argument("--capacity must be larger than 0");
   return bytes;
 }
@@ -91,7 +98,14 @@ void write_report(const std::string& path, const snapshot& snap, const std::stri
   analysis_options options;
   options.device = device;
   options.capacity = capacity;
-  write_html_report(path, snap, to_json(analyze(snap, trace, options)));
+  write_html(path, snap, to_json(analyze(snap, trace, options)));
+}
+
+void write_html(const std::string& path, const snapshot& snap, const nlohmann::json& analysis) {
+  // The page is made first: a malformed analysis is reported before the file is created.
+  std::ostringstream page;
+  write_html_report(page, snap, analysis);
+  write_output_file(path, page.view());
 }
 
 void add_mem_advise_commands(CLI::App& mem) {
@@ -100,11 +114,13 @@ void add_mem_advise_commands(CLI::App& mem) {
       "advise",
       "Replay a snapshot under many allocator settings, from the same start, and recommend one");
   ad->add_option("trace", advise_cmd->trace, "Snapshot file (pickle or JSON)")->required();
-  ad->add_option("--device", advise_cmd->device, "Device (default: every device with data)");
+  add_number(ad, "--device", advise_cmd->device, "Device (default: every device with data)", 0,
+             k_max_device);
   ad->add_option("--capacity", advise_cmd->capacity,
                  "Memory this process can use, e.g. 24GiB (default: what a recorded OOM implies, "
                  "else unlimited)");
-  ad->add_option("--threads", advise_cmd->threads, "Replays in parallel (default: all cores)");
+  add_number(ad, "--threads", advise_cmd->threads, "Replays in parallel (default: all cores)", 1u,
+             1024u);
   ad->add_option("--html", advise_cmd->html, "Also write a self-contained HTML report");
   add_json_flag(ad, advise_cmd->json);
   ad->callback([advise_cmd] { run_advise(*advise_cmd); });
@@ -114,7 +130,8 @@ void add_mem_advise_commands(CLI::App& mem) {
       "explain",
       "Say where the memory was at an OOM, why it failed and which setting would have served it");
   ex->add_option("trace", explain_cmd->trace, "Snapshot file (pickle or JSON)")->required();
-  ex->add_option("--device", explain_cmd->device, "Device (default: every device with data)");
+  add_number(ex, "--device", explain_cmd->device, "Device (default: every device with data)", 0,
+             k_max_device);
   ex->add_option("--capacity", explain_cmd->capacity,
                  "Device memory: explain where the trace would run out on a device this size");
   ex->add_option("--sites-by", explain_cmd->sites_by,

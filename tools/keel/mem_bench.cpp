@@ -10,8 +10,8 @@
 // symbols (Debian's jemalloc exports unprefixed malloc/free; mimalloc's mi_malloc/mi_free),
 // so neither replaces the process's malloc.
 #include <dlfcn.h>
-#include <unistd.h>
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <time.h>
 
@@ -38,6 +38,7 @@
 #include "keel/memory/caching_allocator.hpp"
 #include "keel/memory/host_backend.hpp"
 #include "keel/memory/snapshot.hpp"
+#include "mem_report.hpp"
 
 namespace keel::cli {
 namespace {
@@ -111,17 +112,22 @@ workload transformer_mix(std::size_t target_pairs) {
   constexpr std::uint64_t k_layers = 12, k_hidden = 1024, k_heads = 16, k_batch = 4, k_seq = 512,
                           k_vocab = 8192, k_bf16 = 2, k_fp32 = 4;
   constexpr std::uint64_t tokens = k_batch * k_seq;
-  constexpr std::uint64_t act = tokens * k_hidden * k_bf16;                    // 4 MiB
+  constexpr std::uint64_t act = tokens * k_hidden * k_bf16;                     // 4 MiB
   constexpr std::uint64_t scores = k_batch * k_heads * k_seq * k_seq * k_bf16;  // 32 MiB
-  constexpr std::uint64_t mask = scores / 2;                                    // dropout mask, bytes
-  constexpr std::uint64_t row_stats = tokens * k_fp32;                          // layernorm mean/rstd
-  const std::vector<std::uint64_t> layer_params = {
-      3 * k_hidden * k_hidden * k_bf16, 3 * k_hidden * k_bf16,  // qkv weight, bias
-      k_hidden * k_hidden * k_bf16,     k_hidden * k_bf16,      // attention projection
-      4 * k_hidden * k_hidden * k_bf16, 4 * k_hidden * k_bf16,  // fc1
-      4 * k_hidden * k_hidden * k_bf16, k_hidden * k_bf16,      // fc2
-      k_hidden * k_bf16,                k_hidden * k_bf16,      // ln1 weight, bias
-      k_hidden * k_bf16,                k_hidden * k_bf16};     // ln2 weight, bias
+  constexpr std::uint64_t mask = scores / 2;            // dropout mask, bytes
+  constexpr std::uint64_t row_stats = tokens * k_fp32;  // layernorm mean/rstd
+  const std::vector<std::uint64_t> layer_params = {3 * k_hidden * k_hidden * k_bf16,
+                                                   3 * k_hidden * k_bf16,  // qkv weight, bias
+                                                   k_hidden * k_hidden * k_bf16,
+                                                   k_hidden * k_bf16,  // attention projection
+                                                   4 * k_hidden * k_hidden * k_bf16,
+                                                   4 * k_hidden * k_bf16,  // fc1
+                                                   4 * k_hidden * k_hidden * k_bf16,
+                                                   k_hidden * k_bf16,  // fc2
+                                                   k_hidden * k_bf16,
+                                                   k_hidden * k_bf16,  // ln1 weight, bias
+                                                   k_hidden * k_bf16,
+                                                   k_hidden * k_bf16};  // ln2 weight, bias
 
   workload_builder b("built-in transformer training-step mix");
   std::mt19937_64 rng(20240229);
@@ -140,7 +146,8 @@ workload transformer_mix(std::size_t target_pairs) {
 
   // Persistent: embedding, parameters, Adam's exp_avg and exp_avg_sq (fp32).
   std::vector<std::uint64_t> params = {k_vocab * k_hidden * k_bf16};
-  for (std::uint64_t l = 0; l < k_layers; ++l) params.insert(params.end(), layer_params.begin(), layer_params.end());
+  for (std::uint64_t l = 0; l < k_layers; ++l)
+    params.insert(params.end(), layer_params.begin(), layer_params.end());
   std::vector<std::uint32_t> persistent;
   for (std::uint64_t p : params) persistent.push_back(b.alloc(p));
   for (std::uint64_t p : params) {
@@ -159,7 +166,7 @@ workload transformer_mix(std::size_t target_pairs) {
       s.push_back(b.alloc(row_stats));  // ln1 mean
       s.push_back(b.alloc(row_stats));  // ln1 rstd
       small_temporaries(5);
-      s.push_back(b.alloc(3 * act));  // qkv
+      s.push_back(b.alloc(3 * act));                                       // qkv
       std::uint32_t q = b.alloc(act), k = b.alloc(act), v = b.alloc(act);  // head-major copies
       const std::uint32_t sc = b.alloc(scores);
       small_temporaries(3);
@@ -245,10 +252,10 @@ workload trace_workload(const std::string& path, std::size_t target_pairs) {
     for (const trace_entry& e : trace) trace_pairs += e.action == trace_action::alloc && e.size > 0;
   }
   if (trace_pairs == 0) {
-    throw invalid_argument(fmt::format(
-        "{}: the snapshot has no alloc events to replay (record it with "
-        "torch.cuda.memory._record_memory_history() before the workload)",
-        path));
+    throw invalid_argument(
+        fmt::format("{}: the snapshot has no alloc events to replay (record it with "
+                    "torch.cuda.memory._record_memory_history() before the workload)",
+                    path));
   }
   do {
     for (const auto& trace : s.device_traces) {
@@ -289,7 +296,9 @@ class caching_under_test final : public allocator_under_test {
  public:
   caching_under_test(const std::string& config, std::size_t capacity)
       : backend_(capacity), allocator_(backend_, allocator_config::parse(config, "mem bench")) {}
-  void* allocate(std::size_t size) override { return reinterpret_cast<void*>(allocator_.allocate(size)); }
+  void* allocate(std::size_t size) override {
+    return reinterpret_cast<void*>(allocator_.allocate(size));
+  }
   void deallocate(void* p) override { allocator_.deallocate(reinterpret_cast<std::uint64_t>(p)); }
   nlohmann::json context() const override {
     const memory_stats s = allocator_.stats();
@@ -310,7 +319,8 @@ using free_fn = void (*)(void*);
 
 class c_under_test final : public allocator_under_test {
  public:
-  c_under_test(malloc_fn m, free_fn f, std::string library) : malloc_(m), free_(f), library_(std::move(library)) {}
+  c_under_test(malloc_fn m, free_fn f, std::string library)
+      : malloc_(m), free_(f), library_(std::move(library)) {}
   void* allocate(std::size_t size) override { return malloc_(size); }
   void deallocate(void* p) override { free_(p); }
   nlohmann::json context() const override { return {{"library", library_}}; }
@@ -328,7 +338,8 @@ std::unique_ptr<allocator_under_test> load_peer(const char* library, const char*
   void* handle = dlopen(library, RTLD_NOW | RTLD_LOCAL);  // never closed: it owns live memory
   if (handle == nullptr) {
     const char* reason = dlerror();
-    error = fmt::format("cannot load {}: {}", library, reason != nullptr ? reason : "unknown error");
+    error =
+        fmt::format("cannot load {}: {}", library, reason != nullptr ? reason : "unknown error");
     return nullptr;
   }
   void* m = dlsym(handle, malloc_name);
@@ -337,8 +348,8 @@ std::unique_ptr<allocator_under_test> load_peer(const char* library, const char*
     error = fmt::format("{} has no {} / {}", library, malloc_name, free_name);
     return nullptr;
   }
-  return std::make_unique<c_under_test>(reinterpret_cast<malloc_fn>(m), reinterpret_cast<free_fn>(f),
-                                        library);
+  return std::make_unique<c_under_test>(reinterpret_cast<malloc_fn>(m),
+                                        reinterpret_cast<free_fn>(f), library);
 }
 
 // Debian's libjemalloc.so.2 keeps its thread state in initial-exec TLS, which a dlopen'd
@@ -347,7 +358,8 @@ std::unique_ptr<allocator_under_test> load_peer(const char* library, const char*
 // tunable); jemalloc is still loaded with dlopen, not preloaded.
 void reexec_with_static_tls_for_jemalloc() {
   const char* tunables = std::getenv("GLIBC_TUNABLES");
-  if (tunables != nullptr && std::strstr(tunables, "glibc.rtld.optional_static_tls") != nullptr) return;
+  if (tunables != nullptr && std::strstr(tunables, "glibc.rtld.optional_static_tls") != nullptr)
+    return;
   std::ifstream in("/proc/self/cmdline", std::ios::binary);
   std::vector<std::string> args;
   for (std::string arg; std::getline(in, arg, '\0');) args.push_back(arg);
@@ -383,7 +395,8 @@ std::unique_ptr<allocator_under_test> make_allocator(const std::string& name, st
     return a;
   }
   if (name == "mimalloc") return load_peer("libmimalloc.so.2", "mi_malloc", "mi_free", error);
-  throw invalid_argument(fmt::format("unknown allocator '{}' (allowed: {})", name, fmt::join(k_allocators, ", ")));
+  throw invalid_argument(
+      fmt::format("unknown allocator '{}' (allowed: {})", name, fmt::join(k_allocators, ", ")));
 }
 
 // ---- replay and timing ----
@@ -466,11 +479,14 @@ timing measure(const workload& w, allocator_under_test& a, int threads, int repe
     double cpu_total = 0;
     for (double c : cpu) cpu_total += c;
     out.cpu_ns_per_op.push_back(cpu_total / pairs);
-    out.wall_ns_per_op.push_back(std::chrono::duration<double, std::nano>(stop - start).count() * threads / pairs);
+    out.wall_ns_per_op.push_back(std::chrono::duration<double, std::nano>(stop - start).count() *
+                                 threads / pairs);
   }
   if (corrupted > 0) {
-    throw std::runtime_error(fmt::format("{} blocks were overwritten while live: the allocator handed "
-                                         "out overlapping memory", corrupted));
+    throw std::runtime_error(
+        fmt::format("{} blocks were overwritten while live: the allocator handed "
+                    "out overlapping memory",
+                    corrupted));
   }
   out.context = a.context();
   return out;
@@ -481,6 +497,11 @@ double median(std::vector<double> v) {
   const std::size_t n = v.size();
   return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
+
+// --ops: each pair is two 16-byte events held in memory (1.6 GB at the limit).
+constexpr std::size_t k_max_ops = 50'000'000;
+// --capacity: address space for 1.125x this must fit in the 128 TiB of a user process.
+constexpr std::uint64_t k_max_capacity = 64 * k_tib;
 
 struct bench_options {
   std::string trace;
@@ -511,7 +532,8 @@ void run_bench(const bench_options& o) {
   const std::vector<std::string> names = split_names(o.allocators);
   if (std::find(names.begin(), names.end(), "jemalloc") != names.end()) {
     std::string error;
-    make_allocator("jemalloc", o.capacity, error);  // loads it now, or re-executes with room for its TLS
+    make_allocator("jemalloc", o.capacity,
+                   error);  // loads it now, or re-executes with room for its TLS
   }
   const workload w = o.trace.empty() ? transformer_mix(o.ops == 0 ? 20000 : o.ops)
                                      : trace_workload(o.trace, o.ops);
@@ -528,28 +550,34 @@ void run_bench(const bench_options& o) {
     const timing t = measure(w, *a, o.threads, o.repeat);
     const double m = median(t.cpu_ns_per_op);
     ns[name] = m;
-    results.push_back({{"allocator", name},
-                       {"ns_per_op", m},
-                       {"ns_per_op_min", *std::min_element(t.cpu_ns_per_op.begin(), t.cpu_ns_per_op.end())},
-                       {"wall_ns_per_op", median(t.wall_ns_per_op)},
-                       {"context", t.context}});
+    results.push_back(
+        {{"allocator", name},
+         {"ns_per_op", m},
+         {"ns_per_op_min", *std::min_element(t.cpu_ns_per_op.begin(), t.cpu_ns_per_op.end())},
+         {"wall_ns_per_op", median(t.wall_ns_per_op)},
+         {"context", t.context}});
   }
   for (auto& r : results) {
-    if (!r["ns_per_op"].is_null() && ns.count("keel") != 0) r["vs_keel"] = r["ns_per_op"].get<double>() / ns["keel"];
+    if (!r["ns_per_op"].is_null() && ns.count("keel") != 0)
+      r["vs_keel"] = r["ns_per_op"].get<double>() / ns["keel"];
   }
 
   nlohmann::json doc;
-  doc["workload"] = {{"source", w.source},
-                     {"pairs", w.pairs},
-                     {"small_fraction", static_cast<double>(w.small_pairs) / static_cast<double>(w.pairs)},
-                     {"mean_request_bytes", static_cast<double>(w.bytes) / static_cast<double>(w.pairs)},
-                     {"peak_live_bytes", w.peak_live_bytes}};
+  doc["workload"] = {
+      {"source", w.source},
+      {"pairs", w.pairs},
+      {"small_fraction", static_cast<double>(w.small_pairs) / static_cast<double>(w.pairs)},
+      {"mean_request_bytes", static_cast<double>(w.bytes) / static_cast<double>(w.pairs)},
+      {"peak_live_bytes", w.peak_live_bytes}};
   doc["capacity_bytes"] = o.capacity;
   doc["threads"] = o.threads;
   doc["repeat"] = o.repeat;
-  doc["clocks"] = {
-      {"ns_per_op", "CPU time of the replaying threads (user + system) per alloc+free pair; median of the timed passes"},
-      {"wall_ns_per_op", "wall time * threads per alloc+free pair; exceeds ns_per_op by the time threads waited (locks, or threads > cores)"}};
+  doc["clocks"] = {{"ns_per_op",
+                    "CPU time of the replaying threads (user + system) per alloc+free pair; median "
+                    "of the timed passes"},
+                   {"wall_ns_per_op",
+                    "wall time * threads per alloc+free pair; exceeds ns_per_op by the time "
+                    "threads waited (locks, or threads > cores)"}};
   doc["hardware_threads"] = std::thread::hardware_concurrency();
   doc["results"] = results;
   nlohmann::json targets = nlohmann::json::object();
@@ -567,15 +595,18 @@ void run_bench(const bench_options& o) {
     print_json(doc);
     return;
   }
-  fmt::print("workload: {}\n  {} alloc+free pairs per thread, {:.0f}% <= 1 MiB, mean request {}, "
-             "peak live {}\n  {} thread{}, median of {} timed passes after one warm-up pass\n\n",
-             w.source, w.pairs, 100.0 * static_cast<double>(w.small_pairs) / static_cast<double>(w.pairs),
-             format_size(static_cast<std::size_t>(w.bytes / w.pairs)), format_size(w.peak_live_bytes),
-             o.threads, o.threads == 1 ? "" : "s", o.repeat);
-  fmt::print("{:<10} {:>12} {:>14} {:>10}\n", "allocator", "ns/op (cpu)", "ns/op (wall)", "vs keel");
+  fmt::print(
+      "workload: {}\n  {} alloc+free pairs per thread, {:.0f}% <= 1 MiB, mean request {}, "
+      "peak live {}\n  {} thread{}, median of {} timed passes after one warm-up pass\n\n",
+      w.source, w.pairs, 100.0 * static_cast<double>(w.small_pairs) / static_cast<double>(w.pairs),
+      format_size(static_cast<std::size_t>(w.bytes / w.pairs)), format_size(w.peak_live_bytes),
+      o.threads, o.threads == 1 ? "" : "s", o.repeat);
+  fmt::print("{:<10} {:>12} {:>14} {:>10}\n", "allocator", "ns/op (cpu)", "ns/op (wall)",
+             "vs keel");
   for (const auto& r : results) {
     if (r["ns_per_op"].is_null()) {
-      fmt::print("{:<10} {:>12}   ({})\n", r["allocator"].get<std::string>(), "n/a", r["error"].get<std::string>());
+      fmt::print("{:<10} {:>12}   ({})\n", r["allocator"].get<std::string>(), "n/a",
+                 r["error"].get<std::string>());
       continue;
     }
     fmt::print("{:<10} {:>12.1f} {:>14.1f} {:>10}\n", r["allocator"].get<std::string>(),
@@ -583,7 +614,8 @@ void run_bench(const bench_options& o) {
                r.contains("vs_keel") ? fmt::format("{:.2f}x", r["vs_keel"].get<double>()) : "");
   }
   if (targets.contains("keel_over_mimalloc")) {
-    fmt::print("\nkeel / mimalloc = {:.2f} (target <= 1.5)", targets["keel_over_mimalloc"].get<double>());
+    fmt::print("\nkeel / mimalloc = {:.2f} (target <= 1.5)",
+               targets["keel_over_mimalloc"].get<double>());
   }
   if (targets.contains("keel_over_glibc")) {
     fmt::print("; keel / glibc = {:.2f} (target < 1)", targets["keel_over_glibc"].get<double>());
@@ -596,21 +628,36 @@ void run_bench(const bench_options& o) {
 void add_mem_bench_command(CLI::App& mem) {
   auto o = std::make_shared<bench_options>();
   CLI::App* cmd = mem.add_subcommand(
-      "bench", "Time alloc+free of keel's allocator (keel and pytorch policies) against glibc malloc, "
-               "jemalloc and mimalloc on one replayed sequence");
-  cmd->add_option("--trace", o->trace,
-                  "Replay the alloc/free trace of a PyTorch memory snapshot (pickle or JSON) instead of "
-                  "the built-in transformer training-step mix");
-  cmd->add_option("--threads", o->threads, "Threads replaying the sequence at once against one allocator")
-      ->check(CLI::Range(1, 256));
-  cmd->add_option("--ops", o->ops,
-                  "Alloc+free pairs per pass (built-in mix: default 20000; trace: repeated until at "
-                  "least this many, default once)");
-  cmd->add_option("--repeat", o->repeat, "Timed passes per allocator (the median is reported)")
-      ->check(CLI::Range(1, 100));
-  cmd->add_option("--allocators", o->allocators, "Comma-separated subset of keel,pytorch,glibc,jemalloc,mimalloc");
+      "bench",
+      "Time alloc+free of keel's allocator (keel and pytorch policies) against glibc malloc, "
+      "jemalloc and mimalloc on one replayed sequence");
+  cmd->add_option(
+      "--trace", o->trace,
+      "Replay the alloc/free trace of a PyTorch memory snapshot (pickle or JSON) instead of "
+      "the built-in transformer training-step mix");
+  add_number(cmd, "--threads", o->threads,
+             "Threads replaying the sequence at once against one allocator", 1, 256);
+  add_number(cmd, "--ops", o->ops,
+             "Alloc+free pairs per pass (built-in mix: default 20000; trace: repeated until at "
+             "least this many, default once)",
+             1, k_max_ops);
+  add_number(cmd, "--repeat", o->repeat, "Timed passes per allocator (the median is reported)", 1,
+             100);
+  cmd->add_option("--allocators", o->allocators,
+                  "Comma-separated subset of keel,pytorch,glibc,jemalloc,mimalloc");
   cmd->add_option_function<std::string>(
-      "--capacity", [o](const std::string& text) { o->capacity = parse_size(text); },
+      "--capacity",
+      [o](const std::string& text) {
+        // As every `keel mem` command: 0 is an error, the default is the option's absence.
+        const std::uint64_t bytes = capacity_option(text).value();
+        if (bytes > k_max_capacity) {
+          throw invalid_argument(
+              fmt::format("--capacity {} is larger than {}, the most the host "
+                          "backend can reserve address space for",
+                          text, format_size_exact(k_max_capacity)));
+        }
+        o->capacity = bytes;
+      },
       "Device size the host backend pretends to have (default 80GiB); expandable segments "
       "reserve 1.125x this in address space");
   add_json_flag(cmd, o->json);

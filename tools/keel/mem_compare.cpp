@@ -45,15 +45,9 @@ void add_mem_compare_command(CLI::App& mem) {
   cmd->add_option("a", args->a, "The earlier snapshot (pickle from _dump_snapshot, or JSON)")
       ->required();
   cmd->add_option("b", args->b, "The later snapshot")->required();
-  cmd->add_option("--device", args->device, "Compare only this device (default: every device)");
-  cmd->add_option("--top", args->top, "Rows per list, largest change first (0: all)")
-      ->check(CLI::Validator(
-          [](const std::string& text) {
-            const bool digits =
-                !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
-            return digits ? std::string() : "'" + text + "' is not a number of rows (0 keeps all)";
-          },
-          "ROWS"))
+  add_number(cmd, "--device", args->device, "Compare only this device (default: every device)", 0,
+             65535);
+  add_number(cmd, "--top", args->top, "Rows per list, largest change first (0: all)")
       ->capture_default_str();
   add_json_flag(cmd, args->json);
   cmd->callback([args] { run_compare(*args); });

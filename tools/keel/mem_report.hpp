@@ -2,6 +2,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include <cstdint>
 #include <optional>
@@ -11,8 +12,17 @@
 
 namespace keel::cli {
 
-// --capacity as bytes; throws invalid_argument for a malformed or zero size.
+// --device of every `keel mem` command: a CUDA device index.
+inline constexpr int k_max_device = 65535;
+
+// --capacity as bytes; throws invalid_argument for a malformed or zero size (the default is
+// the option's absence, never 0).
 std::optional<std::uint64_t> capacity_option(const std::optional<std::string>& text);
+
+// Writes the HTML report of `analysis` to `path` through keel::write_output_file (a temporary
+// renamed on success; the reason of a failed write in the message).
+void write_html(const std::string& path, const memory::snapshot& snap,
+                const nlohmann::json& analysis);
 
 // Analyzes the snapshot (every device, or `device`) and writes the HTML report to `path`.
 void write_report(const std::string& path, const memory::snapshot& snap, const std::string& trace,

@@ -2,6 +2,7 @@
 #include "cli.hpp"
 
 #include "keel/core/error.hpp"
+#include "keel/core/output_file.hpp"
 #include "keel/perf/calibrate.hpp"
 #include "keel/perf/gpu_database.hpp"
 #include "keel/perf/llm.hpp"
@@ -10,14 +11,13 @@
 #include "keel/perf/roofline.hpp"
 #include "keel/perf/svg.hpp"
 
-#include <cstdint>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <cstdint>
 
 #include <algorithm>
 #include <cmath>
 
-#include <fstream>
 #include <memory>
 #include <sstream>
 
@@ -27,6 +27,10 @@ namespace {
 
 using nlohmann::json;
 using namespace keel::perf;
+
+// Shape options: positive and finite, at most this (FLOP counts stay finite doubles).
+constexpr double k_dim_max = 1e12;
+constexpr std::int64_t k_int_dim_max = std::int64_t{1} << 40;
 
 // Everything one `op`/`explain` invocation needs; each op kind reads its own fields.
 struct op_request {
@@ -57,13 +61,12 @@ std::vector<std::int64_t> parse_dims(const std::string& text, std::size_t count,
   std::stringstream in(text);
   std::string part;
   while (std::getline(in, part, 'x')) {
-    try {
-      std::size_t used = 0;
-      dims.push_back(std::stoll(part, &used));
-      if (used != part.size()) throw std::invalid_argument(part);
-    } catch (const std::exception&) {
-      throw invalid_argument(fmt::format("bad {} '{}'", what, text));
+    // The same rule as every numeric option: a decimal integer, here in [1, 2^40].
+    if (!detail::check_integer(part, 1, k_int_dim_max).empty()) {
+      throw invalid_argument(fmt::format("bad {} '{}' (each dimension an integer in [1, {}])", what,
+                                         text, k_int_dim_max));
     }
+    dims.push_back(std::stoll(part));
   }
   if (dims.size() != count && !(count == 2 && dims.size() == 1)) {
     throw invalid_argument(
@@ -185,37 +188,38 @@ void add_shape_options(CLI::App* cmd, op_request& r) {
   cmd->add_option("--dtype", r.dtype_name, "fp64|fp32|tf32|fp16|bf16|fp8|int8 (default fp32)");
   cmd->add_flag("--no-tensor", r.no_tensor, "Use CUDA-core rates, not tensor cores");
   if (r.kind == "gemm") {
-    cmd->add_option("mnk", r.mnk, "M N K")->required()->expected(3);
-    cmd->add_option("--batch", r.batch, "Independent products (default 1)");
+    add_number(cmd, "mnk", r.mnk, "M N K", 0.0, k_dim_max, true)->required()->expected(3);
+    add_number(cmd, "--batch", r.batch, "Independent products (default 1)", 1.0, k_dim_max);
   } else if (r.kind == "spmv") {
-    cmd->add_option("--rows", r.rows, "Rows")->required();
-    cmd->add_option("--cols", r.cols, "Columns (default: rows)");
-    cmd->add_option("--nnz", r.nnz, "Nonzeros")->required();
-    cmd->add_option("--index-bytes", r.index_bytes,
-                    "Bytes per column index / row pointer (default 4)");
+    add_number(cmd, "--rows", r.rows, "Rows", 1.0, k_dim_max)->required();
+    add_number(cmd, "--cols", r.cols, "Columns (default: rows)", 1.0, k_dim_max);
+    add_number(cmd, "--nnz", r.nnz, "Nonzeros", 1.0, k_dim_max)->required();
+    add_number(cmd, "--index-bytes", r.index_bytes,
+               "Bytes per column index / row pointer (default 4)", 1.0, 16.0);
     cmd->add_flag("--no-x-reuse", r.no_x_reuse, "Read x once per nonzero (no cache reuse)");
   } else if (r.kind == "conv2d") {
     cmd->add_option("--input", r.input, "NxCxHxW")->required();
-    cmd->add_option("--out-channels", r.out_channels, "K")->required();
+    add_number(cmd, "--out-channels", r.out_channels, "K", 1, k_int_dim_max)->required();
     cmd->add_option("--kernel", r.kernel, "R or RxS (default 3)");
-    cmd->add_option("--stride", r.stride, "Stride (default 1)");
-    cmd->add_option("--padding", r.padding, "Padding (default 0)");
-    cmd->add_option("--dilation", r.dilation, "Dilation (default 1)");
-    cmd->add_option("--groups", r.groups, "Groups (default 1)");
+    add_number(cmd, "--stride", r.stride, "Stride (default 1)", 1, k_int_dim_max);
+    add_number(cmd, "--padding", r.padding, "Padding (default 0)", 0, k_int_dim_max);
+    add_number(cmd, "--dilation", r.dilation, "Dilation (default 1)", 1, k_int_dim_max);
+    add_number(cmd, "--groups", r.groups, "Groups (default 1)", 1, k_int_dim_max);
   } else if (r.kind == "attention") {
-    cmd->add_option("--batch", r.batch, "Batch (default 1)");
-    cmd->add_option("--heads", r.heads, "Query heads")->required();
-    cmd->add_option("--kv-heads", r.kv_heads, "K/V heads (default: heads)");
-    cmd->add_option("--seq", r.seq, "Query length")->required();
-    cmd->add_option("--kv-len", r.kv_len, "Key/value length (default: seq)");
-    cmd->add_option("--head-dim", r.head_dim, "Head dimension (default 128)");
+    add_number(cmd, "--batch", r.batch, "Batch (default 1)", 1.0, k_dim_max);
+    add_number(cmd, "--heads", r.heads, "Query heads", 1.0, k_dim_max)->required();
+    add_number(cmd, "--kv-heads", r.kv_heads, "K/V heads (default: heads)", 1.0, k_dim_max);
+    add_number(cmd, "--seq", r.seq, "Query length", 1.0, k_dim_max)->required();
+    add_number(cmd, "--kv-len", r.kv_len, "Key/value length (default: seq)", 1.0, k_dim_max);
+    add_number(cmd, "--head-dim", r.head_dim, "Head dimension (default 128)", 1.0, k_dim_max);
     cmd->add_flag("--flash", r.flash, "Fused kernel: scores never reach DRAM");
     cmd->add_flag("--causal", r.causal, "Skip the masked half of the scores");
   } else {
-    cmd->add_option("--elements", r.elements, "Elements")->required();
-    cmd->add_option("--inputs", r.inputs, "Inputs read per element (default 2)");
-    cmd->add_option("--outputs", r.outputs, "Outputs written per element (default 1)");
-    cmd->add_option("--flops-per-element", r.flops_per_element, "FLOPs per element (default 1)");
+    add_number(cmd, "--elements", r.elements, "Elements", 1.0, k_dim_max)->required();
+    add_number(cmd, "--inputs", r.inputs, "Inputs read per element (default 2)", 0.0, 1e6);
+    add_number(cmd, "--outputs", r.outputs, "Outputs written per element (default 1)", 0.0, 1e6);
+    add_number(cmd, "--flops-per-element", r.flops_per_element, "FLOPs per element (default 1)",
+               0.0, 1e6);
   }
 }
 
@@ -350,11 +354,6 @@ void add_explain(CLI::App* group) {
   }
 }
 
-void write_text_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path);
-  if (!out || !(out << text)) throw io_error("cannot write " + path);
-}
-
 std::string with_commas(double v) {
   std::string digits = fmt::format("{:.0f}", v);
   for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3)
@@ -381,9 +380,9 @@ void add_llm(CLI::App* group) {
       group->add_subcommand("llm", "Per-layer FLOPs, bytes, bound and time of a decoder LLM");
   cmd->add_option("--config", r->config, "Bundled config (" + names + ") or a config.json path")
       ->required();
-  cmd->add_option("--batch", r->batch, "Sequences (default 1)");
-  cmd->add_option("--seq", r->seq,
-                  "Prompt length (prefill) or cached tokens (decode); default 128");
+  add_number(cmd, "--batch", r->batch, "Sequences (default 1)", 1.0, k_dim_max);
+  add_number(cmd, "--seq", r->seq, "Prompt length (prefill) or cached tokens (decode); default 128",
+             1.0, k_dim_max);
   cmd->add_option("--phase", r->phase, "prefill | decode (default prefill)")
       ->check(CLI::IsMember({"prefill", "decode"}));
   cmd->add_option("--gpu", r->gpu, "GPU name or device file (default h100-sxm)");
@@ -412,10 +411,10 @@ void add_llm(CLI::App* group) {
           points.push_back({op.name, op.point.intensity, op.cost.flops / op.point.seconds});
       }
       const peak_rate peak = device.peak(o.weights, o.tensor);
-      write_text_file(r->svg,
-                      roofline_svg(fmt::format("{} {} b{} s{} {} on {}", config.name, r->phase,
-                                               r->batch, r->seq, r->dtype_name, device.name),
-                                   peak.tflops * 1e12, device.bandwidth_bytes_per_s(), points));
+      write_output_file(r->svg,
+                        roofline_svg(fmt::format("{} {} b{} s{} {} on {}", config.name, r->phase,
+                                                 r->batch, r->seq, r->dtype_name, device.name),
+                                     peak.tflops * 1e12, device.bandwidth_bytes_per_s(), points));
     }
     if (r->json_out) {
       json layers = json::array();
@@ -429,23 +428,24 @@ void add_llm(CLI::App* group) {
                           {"peak_key", op.peak_key},
                           {"time_ms", op.point.seconds * 1e3}});
       }
-      print_json({{"model", config.name},
-                  {"phase", r->phase},
-                  {"batch", r->batch},
-                  {"seq", r->seq},
-                  {"dtype", r->dtype_name},
-                  {"kv_dtype", std::string(name_of(o.kv.value_or(o.weights)))},
-                  {"gpu", device.name},
-                  {"params", static_cast<std::uint64_t>(rep.params.total)},  // counts: integers in JSON
-                  {"params_active", static_cast<std::uint64_t>(rep.params.active)},
-                  {"params_embedding", static_cast<std::uint64_t>(rep.params.embedding)},
-                  {"total_flops", rep.total_flops},
-                  {"matmul_flops", rep.matmul_flops},
-                  {"total_bytes", rep.total_bytes},
-                  {"predicted_ms", rep.seconds * 1e3},
-                  {"kv_cache_bytes_per_token", rep.kv_bytes_per_token},
-                  {"layers", layers},
-                  {"source", device.source_text()}});
+      print_json(
+          {{"model", config.name},
+           {"phase", r->phase},
+           {"batch", r->batch},
+           {"seq", r->seq},
+           {"dtype", r->dtype_name},
+           {"kv_dtype", std::string(name_of(o.kv.value_or(o.weights)))},
+           {"gpu", device.name},
+           {"params", static_cast<std::uint64_t>(rep.params.total)},  // counts: integers in JSON
+           {"params_active", static_cast<std::uint64_t>(rep.params.active)},
+           {"params_embedding", static_cast<std::uint64_t>(rep.params.embedding)},
+           {"total_flops", rep.total_flops},
+           {"matmul_flops", rep.matmul_flops},
+           {"total_bytes", rep.total_bytes},
+           {"predicted_ms", rep.seconds * 1e3},
+           {"kv_cache_bytes_per_token", rep.kv_bytes_per_token},
+           {"layers", layers},
+           {"source", device.source_text()}});
       return;
     }
     fmt::print("{} {}, batch {}, seq {}, {} (KV {}) on {}\n", config.name, r->phase, r->batch,
@@ -485,7 +485,7 @@ void add_model(CLI::App* group) {
                   "Value of a symbolic dimension, NAME=VALUE (repeatable; default 1)");
   cmd->add_flag("--no-tensor", r->no_tensor, "Use CUDA-core rates, not tensor cores");
   cmd->add_flag("--nodes", r->all_nodes, "Print every node, not only the slowest");
-  cmd->add_option("--top", r->top, "Slowest nodes to print (default 10)");
+  add_number(cmd, "--top", r->top, "Slowest nodes to print (default 10)", 0, 1000000);
   cmd->add_option("--svg", r->svg, "Write a roofline chart of the nodes to this SVG file");
   add_json_flag(cmd, r->json_out);
   cmd->callback([r] {
@@ -496,9 +496,14 @@ void add_model(CLI::App* group) {
       const auto eq = d.find('=');
       try {
         if (eq == std::string::npos) throw std::invalid_argument(d);
-        o.dim_values[d.substr(0, eq)] = std::stoll(d.substr(eq + 1));
+        std::string value = d.substr(eq + 1);
+        if (eq == 0 || !detail::check_integer(value, 1, k_int_dim_max).empty()) {
+          throw std::invalid_argument(d);
+        }
+        o.dim_values[d.substr(0, eq)] = std::stoll(value);
       } catch (const std::exception&) {
-        throw invalid_argument("bad --dim '" + d + "' (expected NAME=VALUE)");
+        throw invalid_argument(fmt::format(
+            "bad --dim '{}' (expected NAME=VALUE, VALUE an integer in [1, {}])", d, k_int_dim_max));
       }
     }
     const gpu_spec device = resolve_device(r->gpu);
@@ -513,8 +518,8 @@ void add_model(CLI::App* group) {
                 [](const svg_point& a, const svg_point& b) { return a.flops > b.flops; });
       if (points.size() > 24) points.resize(24);
       const peak_rate peak = device.peak(dtype::fp32, o.tensor);
-      write_text_file(r->svg, roofline_svg(r->path + " on " + device.name, peak.tflops * 1e12,
-                                           device.bandwidth_bytes_per_s(), points));
+      write_output_file(r->svg, roofline_svg(r->path + " on " + device.name, peak.tflops * 1e12,
+                                             device.bandwidth_bytes_per_s(), points));
     }
     if (r->json_out) {
       json nodes = json::array();
@@ -596,13 +601,11 @@ void add_calibrate(CLI::App* group) {
   auto r = std::make_shared<request>();
   auto* cmd = group->add_subcommand(
       "calibrate", "Measure this CPU's peak FLOP/s (FMA loop) and bandwidth (triad)");
-  cmd->add_option("--threads", r->threads, "Worker threads (default 1)")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--seconds", r->seconds, "Seconds per measurement (default 0.3)")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--dram-mib", r->dram_mib,
-                  "Triad working set for the DRAM figure, MiB (default 1024)")
-      ->check(CLI::Range(1.0, 1e6));
+  add_number(cmd, "--threads", r->threads, "Worker threads (default 1)", 1, 1024);
+  add_number(cmd, "--seconds", r->seconds, "Seconds per measurement (default 0.3)", 0.0, 3600.0,
+             true);
+  add_number(cmd, "--dram-mib", r->dram_mib,
+             "Triad working set for the DRAM figure, MiB (default 1024)", 1.0, 1e6);
   cmd->add_option("--out", r->out, "Write the device file (use it with --gpu FILE)");
   cmd->add_option("--name", r->name, "Device name in the file (default cpu-local)");
   add_json_flag(cmd, r->json_out);
@@ -613,7 +616,7 @@ void add_calibrate(CLI::App* group) {
     o.dram_bytes = r->dram_mib * 1024 * 1024;
     const calibration c = calibrate_cpu(o);
     const std::string doc = calibration_document(c, r->name);
-    if (!r->out.empty()) write_text_file(r->out, doc);
+    if (!r->out.empty()) write_output_file(r->out, doc);
     if (r->json_out) {
       print_json(json::parse(doc));
       return;

@@ -14,7 +14,7 @@
 
 namespace keel::comm {
 
-// Base of the three below: the collective, its sequence number and the rank concerned
+// Base of the classes below: the collective, its sequence number and the rank concerned
 // (-1 when no single rank is to blame).
 class comm_error : public keel::detail::error_of<std::runtime_error> {
  public:
@@ -47,6 +47,15 @@ class peer_error : public comm_error {
 // A peer called a different collective, dtype, reduction or size at the same sequence
 // number; the message names both calls. rank() is the disagreeing peer.
 class mismatch_error : public comm_error {
+ public:
+  using comm_error::comm_error;
+};
+
+// The rendezvous store refused this rank's credentials (KEEL_STORE_SECRET differs, or is
+// set on some ranks only), or the process answering at the store's address could not prove
+// that it knows the job's secret (not this job's store). Collective "store", seq 0, rank()
+// 0 (the store's host). Retrying does not help: the configuration is wrong.
+class auth_error : public comm_error {
  public:
   using comm_error::comm_error;
 };

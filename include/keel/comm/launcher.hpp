@@ -1,11 +1,19 @@
 // local_job — `keel comm launch`: start N ranks of a command on this machine, torchrun-style.
 //
 // Each rank gets RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR=127.0.0.1, a
-// free MASTER_PORT and KEEL_COMM_JOB (the job id that prefixes its shared-memory segments),
-// on top of the parent's environment. wait() returns when every rank exited; when one fails
-// (non-zero exit or signal) the others get `grace` to notice and exit on their own, then
-// SIGKILL. After the job, any /dev/shm/keel-<job>-* segment left behind by a killed rank is
-// removed. wait() can also bound the whole job's run time. A convenience for tests and demos, not a cluster manager.
+// free MASTER_PORT, KEEL_COMM_JOB (the job id that prefixes its shared-memory segments) and
+// KEEL_STORE_SECRET (the parent's when set, else 32 fresh random hex digits: the secret that
+// authenticates the ranks to rank 0's TCP store), on top of the parent's environment.
+// wait() returns when every rank exited; when one fails (non-zero exit or signal) the others
+// get `grace` to notice and exit on their own, then SIGKILL. After the job, any
+// /dev/shm/keel-<job>-* segment left behind by a killed rank is removed. wait() can also
+// bound the whole job's run time. A convenience for tests and demos, not a cluster manager.
+//
+// Ranks die with the launcher: each is started with PR_SET_PDEATHSIG(SIGKILL), so when the
+// launcher dies, even of SIGKILL, the kernel kills every rank (not what the ranks start
+// themselves; a rank that execs keeps it, a setuid program loses it). The signal fires when
+// the *thread* that constructed the local_job exits: construct it on a thread that outlives
+// the job (the main thread, as `keel comm launch` does).
 // Not thread-safe; one object per job.
 #pragma once
 
@@ -20,8 +28,8 @@ namespace keel::comm {
 
 struct rank_exit {
   int rank = -1;
-  int code = -1;           // exit status, or 128 + signal
-  double seconds = 0;      // since start
+  int code = -1;       // exit status, or 128 + signal
+  double seconds = 0;  // since start
 };
 
 class local_job {
@@ -53,6 +61,7 @@ class local_job {
   std::vector<std::string> leftover_segments() const;
 
  private:
+  void kill_started() noexcept;  // a later rank could not start: SIGKILL and reap the others
   std::string id_;
   std::vector<pid_t> pids_;
   std::vector<int> cpus_;

@@ -48,9 +48,9 @@ struct replay_result {
   double hit_rate_blocks = 0;
   double infinite_hit_rate_tokens = 0;
   std::uint64_t evictions = 0;
-  std::size_t rejected = 0;     // hold mode: requests that found no room
+  std::size_t rejected = 0;          // hold mode: requests that found no room
   std::size_t peak_held_blocks = 0;  // hold mode: most blocks referenced at once
-  double elapsed_ms = 0;        // the replay itself (trace already loaded)
+  double elapsed_ms = 0;             // the replay itself (trace already loaded)
 };
 
 // Parses a cache capacity as the CLI takes it: "inf" (or "infinite") for no limit, else a
@@ -59,8 +59,11 @@ struct replay_result {
 // Throws keel::invalid_argument for anything else or a capacity below one block.
 std::optional<std::size_t> parse_capacity(const std::string& text, std::size_t block_size);
 
-// Throws keel::invalid_argument for an unknown policy or index, a zero capacity, or a trace
-// whose block size is zero.
+// The pool holds min(capacity, what the trace can use: its distinct hashed blocks, its
+// unhashed blocks and one request's worth more) blocks, so a huge capacity allocates no more
+// than an infinite one and answers the same (result.capacity_blocks is still the capacity
+// asked for). Throws keel::invalid_argument for an unknown policy or index, a zero capacity,
+// or a trace whose block size is zero.
 replay_result replay(const trace& t, const replay_options& options);
 
 // The instant-mode hit rate of a cache that never evicts.

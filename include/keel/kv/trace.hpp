@@ -34,6 +34,8 @@ struct trace {
   std::vector<trace_request> requests;
 };
 
+// load_trace reads the file through keel::open_input_file (a regular file within
+// KEEL_MAX_INPUT_BYTES; no device, FIFO or directory).
 // Throws keel::io_error when the file cannot be read and keel::parse_error
 // ("file:line:column: message") for malformed JSON, missing or mistyped fields, or hash_ids
 // whose length does not match input_length and block_size.

@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -40,10 +41,11 @@ class address_plan {
   address_plan(std::vector<driver_call> calls, std::vector<std::uint64_t> range_bases,
                address_order order);
 
-  // The address of a new segment / range of `bytes`; never overlaps a live one.
-  std::uint64_t place_segment(std::uint64_t bytes);
+  // The address of a new segment / range of `bytes`; never overlaps a live one, and is
+  // nullopt when no place below the top of the 64-bit address space has room.
+  std::optional<std::uint64_t> place_segment(std::uint64_t bytes);
   void free_segment(std::uint64_t address) noexcept;
-  std::uint64_t place_range(std::uint64_t bytes);
+  std::optional<std::uint64_t> place_range(std::uint64_t bytes);
   void release_range(std::uint64_t address) noexcept { live_.erase(address); }
 
   // Whether every driver call so far was the recording's, and how many allocs took its address.
@@ -64,7 +66,7 @@ class address_plan {
 
  private:
   bool fits(std::uint64_t address, std::uint64_t bytes) const;
-  std::uint64_t model_place(std::uint64_t bytes) const;
+  std::optional<std::uint64_t> model_place(std::uint64_t bytes) const;
 
   std::vector<driver_call> calls_;
   std::size_t next_call_ = 0;

@@ -33,7 +33,8 @@
 // replay computes (the pinned-host-memory keys, release_lock_on_cudamalloc,
 // graph_capture_record_stream_reuse, throw_on_cudamalloc_oom) are accepted and listed in
 // parsed_allocator_config::ignored_keys. keel is stricter in one place: a number must be all
-// digits (PyTorch's stoi/stod would take the leading digits of "256MB").
+// digits (PyTorch's stoi/stod would take the leading digits of "256MB"). Sizes in MiB are
+// capped at k_max_device_bytes (2^42 MiB), where PyTorch's own product would wrap.
 //
 // keel adds one key, policy:pytorch|keel. It is accepted in keel's own strings (config_source::
 // keel: KEEL_ALLOC_CONF, `keel mem --conf`, the advisor's candidates) and refused in a
@@ -156,6 +157,8 @@ struct allocator_config {
   std::size_t divisions_for(std::size_t size) const noexcept;
   // PyTorch's round_size: at least 512 bytes; with d > 1 divisions for the size's interval and
   // size > 512 * d, up to the next of d steps between powers of two; else up to 512 bytes.
+  // Never wraps: a size whose rounding does not fit in size_t rounds to SIZE_MAX (which no
+  // allocator serves; the caching allocator refuses anything above k_max_device_bytes first).
   std::size_t round_size(std::size_t size) const noexcept;
 
   bool operator==(const allocator_config&) const = default;

@@ -31,6 +31,12 @@ namespace keel::memory {
 using stream_id = std::uint64_t;
 using event_id = std::uint64_t;
 
+// 2^62 bytes (4 EiB): more memory than any device has. Every size entering keel::memory is
+// checked against it: the caching allocator refuses larger requests with out_of_memory and
+// never holds more in total, and snapshot values above it (sizes, recorded settings) are
+// refused as malformed. Below it, sums of a few sizes cannot wrap a 64-bit integer.
+inline constexpr std::size_t k_max_device_bytes = std::size_t{1} << 62;
+
 class backend {
  public:
   virtual ~backend() = default;

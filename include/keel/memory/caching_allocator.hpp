@@ -83,7 +83,9 @@ class caching_allocator {
 
   // Returns the address of at least `size` bytes usable on `stream`; size 0 returns 0 (a null
   // address, as PyTorch does). Throws keel::out_of_memory when even after every retry the
-  // device cannot provide the memory.
+  // device cannot provide the memory, and at once (no retry, trace entry or stats change) for
+  // a size above k_max_device_bytes. The allocator never holds more than k_max_device_bytes in
+  // total, whatever the backend's capacity, so its stats cannot overflow.
   std::uint64_t allocate(std::size_t size, stream_id stream = 0);
   // Returns a block to the cache; with recorded streams it stays active until their work
   // completes. An address that is not live is ignored (and logged).
@@ -113,14 +115,16 @@ class caching_allocator {
 
   const allocator_config& config() const noexcept;
   backend& device_backend() const noexcept;
-  // PyTorch's round_size under this allocator's config.
+  // PyTorch's round_size under this allocator's config (saturates at SIZE_MAX, never wraps).
   std::size_t round_size(std::size_t size) const noexcept;
-  // PyTorch's segment size for a rounded request (get_allocation_size).
+  // PyTorch's segment size for a rounded request (get_allocation_size); saturates at SIZE_MAX.
   static std::size_t allocation_size(std::size_t rounded_size) noexcept;
 
   // Adopts pre-existing segments exactly as laid out, as if allocated before; returns the new
   // address of every live block, segment by segment in order. Throws keel::out_of_memory when
-  // the backend cannot hold them.
+  // the backend (or k_max_device_bytes) cannot hold them, keel::invalid_argument when blocks
+  // do not tile their segment (an empty block, a sum other than total_size) or a live block's
+  // requested_size exceeds its size.
   std::vector<std::uint64_t> import_segments(const std::vector<imported_segment>& segments);
 
   memory_usage usage() const;

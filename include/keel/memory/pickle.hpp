@@ -112,6 +112,9 @@ class document {
  public:
   value root() const { return value(this, root_); }
   std::size_t node_count() const noexcept { return nodes_.size(); }
+  // Container slots filled (list/tuple elements, dict keys and values), shared ones included:
+  // with node_count() the size of the tree as written, what limits::max_elements bounds.
+  std::size_t slot_count() const noexcept { return slots_; }
   const std::string& source() const noexcept { return source_; }
   // True when offsets are positions in JSON text (parse_json), so that errors can be
   // reported as line:column.
@@ -151,6 +154,7 @@ class document {
   bool built_ = false;
   big_array<node> nodes_;
   big_array<std::uint32_t> children_;
+  std::size_t slots_ = 0;
   std::uint32_t root_ = 0;
 };
 

@@ -156,6 +156,27 @@ std::string_view to_string(block_state state) noexcept;
 // the place in the structure, e.g. "segments[3].blocks[2]") when it is not a snapshot.
 // Unknown keys are ignored; an unknown trace action or block state is an error. Pickles go
 // through pickle::parse (include/keel/memory/pickle.hpp) with its default limits.
+//
+// Storage grows in proportion to the input: the pickle's memo can make one dict appear many
+// times, and the typed snapshot would hold a copy per appearance, so the conversion has a
+// materialisation budget of 4 units per value or container slot of the document
+// (pickle::document::node_count() + slot_count()) plus 65,536. A unit is one segment, block,
+// device trace or trace entry, one frame copied into a newly built stack, or 64 bytes of
+// string copied; a stack seen before (by node or by content) is shared and costs nothing, so
+// real traces (~700k frames on ~300 stacks) use a few percent of it. Past the budget the
+// reader throws a parse_error that names it.
+//
+// What a snapshot says must be possible for the numbers computed from it to mean anything,
+// so these are parse errors too, naming the place: a size above k_max_device_bytes (2^62,
+// backend.hpp); a range past the end of the address space; a segment of 0 bytes, or blocks
+// that do not tile their segment (each starts where the one before ends, none is empty,
+// together they cover it exactly); segments of one device that overlap; a block in use
+// (active_allocated, active_pending_free) whose requested_size exceeds its size; recorded
+// settings outside what PyTorch accepts: garbage_collection_threshold outside [0, 1),
+// roundup_power2_divisions other than 0 or powers of two, max_split_size other than -1 or a
+// size, and a PYTORCH_CUDA_ALLOC_CONF that no PyTorch grammar reads (allocator_config's
+// parse_pytorch, as `--conf` reads it). What is only odd is kept and noted by
+// build_trace_model (trace_model.hpp).
 snapshot read_snapshot(const std::string& path);
 snapshot parse_snapshot_pickle(std::span<const std::byte> bytes, std::string_view source);
 snapshot parse_snapshot_json(std::string_view text, std::string_view source);

@@ -157,11 +157,23 @@ struct trace_model {
 // The devices that have trace entries or segments, ascending.
 std::vector<int> devices_in(const snapshot& s);
 
+// The allocator config recorded settings describe: their PYTORCH_CUDA_ALLOC_CONF read strictly,
+// as `--conf` reads a PyTorch string, with the grammar the settings imply (grammar_for_settings)
+// or, failing that, the other one; then the recorded values on top (they are what the
+// allocator ran with; settings read from a file apply only the keys the file has). Throws
+// keel::invalid_argument when no PyTorch grammar accepts the string.
+allocator_config recorded_config(const allocator_settings& settings);
 // The allocator settings a snapshot records (PyTorch's defaults when it records none).
 allocator_config recorded_config(const snapshot& s);
 
-// Builds the model for `device`. Throws keel::invalid_argument when the snapshot has neither
-// segments nor trace entries for that device.
+// Builds the model for `device`. Throws keel::invalid_argument naming the place
+// ("segments[3].blocks[2]: ...", "device_traces[0][17]: ...", "allocator_settings: ...") when
+// the snapshot has neither segments nor trace entries for that device, or holds what
+// read_snapshot refuses (a size above k_max_device_bytes, a range past the end of the address
+// space, a block in use smaller than its request, settings no PyTorch accepts), or implies
+// more than k_max_device_bytes reserved at once. What is odd but usable (the recorded string
+// and values disagree, a small-pool segment that is not 2 MiB, unmerged free blocks, sizes
+// PyTorch would refuse but that replay) becomes a note.
 trace_model build_trace_model(const snapshot& s, int device);
 
 }  // namespace keel::memory

@@ -67,7 +67,9 @@ struct onnx_report {
   std::map<std::string, int> unknown_ops;
 };
 
-// Throws keel::io_error (unreadable), keel::parse_error (not an ONNX model) and
+// The file is read with keel::read_input_file (a regular file within KEEL_MAX_INPUT_BYTES).
+// Throws keel::io_error (unreadable, not a regular file), keel::parse_error (not an ONNX
+// model: empty, garbage, no IR version, no graph or a graph without nodes) and
 // keel::invalid_argument (a node whose shapes cannot be determined for its op's count).
 onnx_report analyze_onnx(const std::string& path, const gpu_spec& device,
                          const onnx_options& options = {});
