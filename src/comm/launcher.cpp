@@ -144,7 +144,8 @@ local_job::local_job(int ranks, std::vector<std::string> argv,
         if (fd >= 0) ::close(fd);
       }
       // Pinned before exec, so the rank's first instruction already runs on its CPU.
-      if (err == 0 && cpu >= 0 && ::sched_setaffinity(0, sizeof one, &one) != 0) err = errno;
+      // (Best effort, as before: a rank that cannot be pinned runs unpinned.)
+      if (err == 0 && cpu >= 0) ::sched_setaffinity(0, sizeof one, &one);
       if (err == 0) {
         ::execve(program.c_str(), args.data(), envp.data());
         err = errno;

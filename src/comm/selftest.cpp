@@ -36,25 +36,77 @@ double value(dtype t, reduce_op op, int rank, std::size_t i) {
 
 void store_value(std::byte* p, dtype t, double v) {
   switch (t) {
-    case dtype::f32: { const float x = static_cast<float>(v); std::memcpy(p, &x, 4); break; }
+    case dtype::f32: {
+      const float x = static_cast<float>(v);
+      std::memcpy(p, &x, 4);
+      break;
+    }
     case dtype::f64: std::memcpy(p, &v, 8); break;
-    case dtype::f16: { const auto x = float_to_half(static_cast<float>(v)); std::memcpy(p, &x, 2); break; }
-    case dtype::bf16: { const auto x = float_to_bf16(static_cast<float>(v)); std::memcpy(p, &x, 2); break; }
-    case dtype::i32: { const auto x = static_cast<std::int32_t>(static_cast<std::int64_t>(v)); std::memcpy(p, &x, 4); break; }
-    case dtype::i64: { const auto x = static_cast<std::int64_t>(v); std::memcpy(p, &x, 8); break; }
-    case dtype::u8: { const auto x = static_cast<std::uint8_t>(static_cast<std::int64_t>(v)); std::memcpy(p, &x, 1); break; }
+    case dtype::f16: {
+      const auto x = float_to_half(static_cast<float>(v));
+      std::memcpy(p, &x, 2);
+      break;
+    }
+    case dtype::bf16: {
+      const auto x = float_to_bf16(static_cast<float>(v));
+      std::memcpy(p, &x, 2);
+      break;
+    }
+    case dtype::i32: {
+      const auto x = static_cast<std::int32_t>(static_cast<std::int64_t>(v));
+      std::memcpy(p, &x, 4);
+      break;
+    }
+    case dtype::i64: {
+      const auto x = static_cast<std::int64_t>(v);
+      std::memcpy(p, &x, 8);
+      break;
+    }
+    case dtype::u8: {
+      const auto x = static_cast<std::uint8_t>(static_cast<std::int64_t>(v));
+      std::memcpy(p, &x, 1);
+      break;
+    }
   }
 }
 
 double load_value(const std::byte* p, dtype t) {
   switch (t) {
-    case dtype::f32: { float x; std::memcpy(&x, p, 4); return x; }
-    case dtype::f64: { double x; std::memcpy(&x, p, 8); return x; }
-    case dtype::f16: { std::uint16_t x; std::memcpy(&x, p, 2); return half_to_float(x); }
-    case dtype::bf16: { std::uint16_t x; std::memcpy(&x, p, 2); return bf16_to_float(x); }
-    case dtype::i32: { std::int32_t x; std::memcpy(&x, p, 4); return x; }
-    case dtype::i64: { std::int64_t x; std::memcpy(&x, p, 8); return static_cast<double>(x); }
-    case dtype::u8: { std::uint8_t x; std::memcpy(&x, p, 1); return x; }
+    case dtype::f32: {
+      float x;
+      std::memcpy(&x, p, 4);
+      return x;
+    }
+    case dtype::f64: {
+      double x;
+      std::memcpy(&x, p, 8);
+      return x;
+    }
+    case dtype::f16: {
+      std::uint16_t x;
+      std::memcpy(&x, p, 2);
+      return half_to_float(x);
+    }
+    case dtype::bf16: {
+      std::uint16_t x;
+      std::memcpy(&x, p, 2);
+      return bf16_to_float(x);
+    }
+    case dtype::i32: {
+      std::int32_t x;
+      std::memcpy(&x, p, 4);
+      return x;
+    }
+    case dtype::i64: {
+      std::int64_t x;
+      std::memcpy(&x, p, 8);
+      return static_cast<double>(x);
+    }
+    case dtype::u8: {
+      std::uint8_t x;
+      std::memcpy(&x, p, 1);
+      return x;
+    }
   }
   return 0;
 }
@@ -66,7 +118,8 @@ void store_reduced(std::byte* p, dtype t, reduce_op op, int size, std::size_t i)
     for (int r = 1; r < size; ++r) {
       const double v = value(t, op, r, i);
       switch (op) {
-        case reduce_op::sum: case reduce_op::avg: acc += v; break;
+        case reduce_op::sum:
+        case reduce_op::avg: acc += v; break;
         case reduce_op::prod: acc *= v; break;
         case reduce_op::min: acc = std::min(acc, v); break;
         case reduce_op::max: acc = std::max(acc, v); break;
@@ -80,20 +133,25 @@ void store_reduced(std::byte* p, dtype t, reduce_op op, int size, std::size_t i)
   std::int64_t lo = static_cast<std::int64_t>(value(t, op, 0, i)), hi = lo;
   for (int r = 1; r < size; ++r) {
     const auto v = static_cast<std::int64_t>(value(t, op, r, i));
-    if (op == reduce_op::prod) acc *= static_cast<std::uint64_t>(v);
-    else acc += static_cast<std::uint64_t>(v);
+    if (op == reduce_op::prod)
+      acc *= static_cast<std::uint64_t>(v);
+    else
+      acc += static_cast<std::uint64_t>(v);
     lo = std::min(lo, v);
     hi = std::max(hi, v);
   }
   std::int64_t result = 0;
   switch (op) {
-    case reduce_op::sum: case reduce_op::prod: result = static_cast<std::int64_t>(acc); break;
+    case reduce_op::sum:
+    case reduce_op::prod: result = static_cast<std::int64_t>(acc); break;
     case reduce_op::min: result = lo; break;
     case reduce_op::max: result = hi; break;
     case reduce_op::avg: {
       // The library sums in the element type (wrapping) and then divides.
       switch (t) {
-        case dtype::i32: result = static_cast<std::int32_t>(static_cast<std::uint32_t>(acc)) / size; break;
+        case dtype::i32:
+          result = static_cast<std::int32_t>(static_cast<std::uint32_t>(acc)) / size;
+          break;
         case dtype::u8: result = static_cast<std::uint8_t>(acc) / size; break;
         default: result = static_cast<std::int64_t>(acc) / size; break;
       }
@@ -101,8 +159,16 @@ void store_reduced(std::byte* p, dtype t, reduce_op op, int size, std::size_t i)
     }
   }
   switch (t) {
-    case dtype::i32: { const auto x = static_cast<std::int32_t>(static_cast<std::uint32_t>(result)); std::memcpy(p, &x, 4); break; }
-    case dtype::u8: { const auto x = static_cast<std::uint8_t>(result); std::memcpy(p, &x, 1); break; }
+    case dtype::i32: {
+      const auto x = static_cast<std::int32_t>(static_cast<std::uint32_t>(result));
+      std::memcpy(p, &x, 4);
+      break;
+    }
+    case dtype::u8: {
+      const auto x = static_cast<std::uint8_t>(result);
+      std::memcpy(p, &x, 1);
+      break;
+    }
     default: std::memcpy(p, &result, 8); break;
   }
 }
@@ -113,14 +179,16 @@ bool reduces(collective c) {
 
 std::size_t input_elems(const test_case& t, int size) {
   switch (t.coll) {
-    case collective::reduce_scatter: case collective::alltoall: return t.count * size;
+    case collective::reduce_scatter:
+    case collective::alltoall: return t.count * size;
     default: return t.count;
   }
 }
 
 std::size_t output_elems(const test_case& t, int size) {
   switch (t.coll) {
-    case collective::allgather: case collective::alltoall: return t.count * size;
+    case collective::allgather:
+    case collective::alltoall: return t.count * size;
     default: return t.count;
   }
 }
@@ -149,20 +217,25 @@ void make_case_buffers(const test_case& t, int rank, int size, std::vector<std::
       case collective::reduce:
         if (rank == t.root) store_reduced(p, t.type, t.op, size, i);
         break;
-      case collective::reduce_scatter: store_reduced(p, t.type, t.op, size, rank * t.count + i); break;
+      case collective::reduce_scatter:
+        store_reduced(p, t.type, t.op, size, rank * t.count + i);
+        break;
       case collective::broadcast: store_value(p, t.type, value(t.type, t.op, t.root, i)); break;
       case collective::allgather:
         store_value(p, t.type, value(t.type, t.op, static_cast<int>(i / t.count), i % t.count));
         break;
       case collective::alltoall:
-        store_value(p, t.type, value(t.type, t.op, static_cast<int>(i / t.count), rank * t.count + i % t.count));
+        store_value(
+            p, t.type,
+            value(t.type, t.op, static_cast<int>(i / t.count), rank * t.count + i % t.count));
         break;
       default: break;
     }
   }
 }
 
-std::size_t count_wrong(const test_case& t, int rank, int size, const std::vector<std::byte>& output,
+std::size_t count_wrong(const test_case& t, int rank, int size,
+                        const std::vector<std::byte>& output,
                         const std::vector<std::byte>& expected) {
   if (t.coll == collective::reduce && rank != t.root) return 0;
   const std::size_t E = dtype_size(t.type);
@@ -175,8 +248,10 @@ std::size_t count_wrong(const test_case& t, int rank, int size, const std::vecto
     }
     return wrong;
   }
-  const double eps = t.type == dtype::f64 ? 1e-12 : t.type == dtype::f32 ? 1e-6
-                     : t.type == dtype::f16 ? 2e-3 : 1.6e-2;
+  const double eps = t.type == dtype::f64   ? 1e-12
+                     : t.type == dtype::f32 ? 1e-6
+                     : t.type == dtype::f16 ? 2e-3
+                                            : 1.6e-2;
   std::size_t wrong = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const double got = load_value(output.data() + i * E, t.type);
@@ -223,14 +298,14 @@ std::size_t run_case(communicator& c, const test_case& t, call_options o) {
       if (t.in_place) {
         big = input;
         c.reduce_scatter(big.data(), big.data() + rank * t.count * E, t.count, t.type, t.op, o);
-        std::memcpy(output.data(), big.data() + rank * t.count * E, t.count * E);
+        if (t.count) std::memcpy(output.data(), big.data() + rank * t.count * E, t.count * E);
       } else {
         c.reduce_scatter(input.data(), output.data(), t.count, t.type, t.op, o);
       }
       break;
     case collective::allgather:
       if (t.in_place) {
-        std::memcpy(output.data() + rank * t.count * E, input.data(), t.count * E);
+        if (t.count) std::memcpy(output.data() + rank * t.count * E, input.data(), t.count * E);
         c.allgather(output.data() + rank * t.count * E, output.data(), t.count, t.type, o);
       } else {
         c.allgather(input.data(), output.data(), t.count, t.type, o);
@@ -268,9 +343,10 @@ std::size_t run_case(communicator& c, const test_case& t, call_options o) {
 
 std::vector<test_case> case_matrix(int size, bool full, std::size_t max_bytes) {
   std::vector<test_case> cases;
-  const collective colls[] = {collective::allreduce, collective::reduce, collective::broadcast,
-                              collective::reduce_scatter, collective::allgather,
-                              collective::alltoall, collective::sendrecv, collective::barrier};
+  const collective colls[] = {collective::allreduce, collective::reduce,
+                              collective::broadcast, collective::reduce_scatter,
+                              collective::allgather, collective::alltoall,
+                              collective::sendrecv,  collective::barrier};
   // Sizes in elements: empty, tiny, not divisible by the rank count, a few chunks.
   std::vector<std::size_t> counts = {0, 1, 7, 1023, 100003};
   if (full) {
@@ -289,12 +365,16 @@ std::vector<test_case> case_matrix(int size, bool full, std::size_t max_bytes) {
         const bool reduces_data = c == collective::allreduce || c == collective::reduce ||
                                   c == collective::reduce_scatter;
         std::vector<reduce_op> ops;
-        if (full && reduces_data) ops.assign(std::begin(k_all_reduce_ops), std::end(k_all_reduce_ops));
-        else ops.push_back(k_all_reduce_ops[rotate % 5]);
+        if (full && reduces_data)
+          ops.assign(std::begin(k_all_reduce_ops), std::end(k_all_reduce_ops));
+        else
+          ops.push_back(k_all_reduce_ops[rotate % 5]);
         for (reduce_op op : ops) {
           std::vector<std::size_t> sizes;
-          if (full) sizes = counts;
-          else sizes.push_back(counts[rotate % counts.size()]);
+          if (full)
+            sizes = counts;
+          else
+            sizes.push_back(counts[rotate % counts.size()]);
           for (std::size_t n : sizes) {
             std::size_t count = n;
             const bool per_rank = c == collective::reduce_scatter || c == collective::allgather ||

@@ -295,9 +295,11 @@ class caching_allocator::impl {
 
   std::vector<std::uint64_t> import_segments(const std::vector<imported_segment>& segments) {
     std::lock_guard lock(mutex_);
-    std::vector<std::uint64_t> live_addresses;
-    std::vector<std::pair<std::size_t, std::vector<const imported_segment*>>> ranges;  // by number
-    for (const imported_segment& seg : segments) {
+    // Live addresses per segment, returned in the order of `segments`.
+    std::vector<std::vector<std::uint64_t>> live(segments.size());
+    std::vector<std::pair<std::size_t, std::vector<std::size_t>>> ranges;  // number -> segments
+    for (std::size_t i = 0; i < segments.size(); ++i) {
+      const imported_segment& seg = segments[i];
       if (seg.total_size > k_max_device_bytes) throw_start_does_not_fit(seg.total_size);
       std::size_t sum = 0;
       for (const imported_block& ib : seg.blocks) {
@@ -317,11 +319,15 @@ class caching_allocator::impl {
         throw invalid_argument(
             fmt::format("import: blocks sum to {} but the segment holds {}", sum, seg.total_size));
       }
-      if (seg.expandable && expandable_) {
+      // A run of whole pages goes into its range; one that is not (PyTorch's large pages are
+      // 20 MiB, keel's 2 MiB) cannot be mapped and is held as a plain segment.
+      const std::size_t page = page_size_for(seg.is_small ? small_ : large_);
+      if (seg.expandable && expandable_ && seg.range_offset % page == 0 &&
+          seg.total_size % page == 0) {
         auto it = std::find_if(ranges.begin(), ranges.end(),
                                [&](const auto& r) { return r.first == seg.range; });
         if (it == ranges.end()) it = ranges.insert(ranges.end(), {seg.range, {}});
-        it->second.push_back(&seg);
+        it->second.push_back(i);
         continue;
       }
       if (seg.total_size > k_max_device_bytes - total_allocated_memory_)
@@ -336,18 +342,25 @@ class caching_allocator::impl {
       });
       if (seg.total_size >= config_.max_split_size) stats_.oversize_segments.increase(1);
       block* prev = nullptr;
-      import_blocks(seg, pool, *base, nullptr, seg.blocks.size() > 1, prev, live_addresses);
+      import_blocks(seg, pool, *base, nullptr, seg.blocks.size() > 1, prev, live[i]);
     }
-    for (auto& [number, runs] : ranges) import_range(runs, live_addresses);
-    return live_addresses;
+    for (auto& [number, runs] : ranges) import_range(segments, runs, live);
+    std::vector<std::uint64_t> out;
+    for (const std::vector<std::uint64_t>& addresses : live)
+      out.insert(out.end(), addresses.begin(), addresses.end());
+    return out;
   }
 
   // One expandable range of the starting state: reserve it, map its runs, tile it with the
   // runs' blocks and unmapped gaps.
-  void import_range(std::vector<const imported_segment*>& runs,
-                    std::vector<std::uint64_t>& live_addresses) {
-    std::sort(runs.begin(), runs.end(),
-              [](const auto* a, const auto* b) { return a->range_offset < b->range_offset; });
+  void import_range(const std::vector<imported_segment>& segments,
+                    std::vector<std::size_t>& indices,
+                    std::vector<std::vector<std::uint64_t>>& live) {
+    std::sort(indices.begin(), indices.end(), [&](std::size_t a, std::size_t b) {
+      return segments[a].range_offset < segments[b].range_offset;
+    });
+    std::vector<const imported_segment*> runs;
+    for (const std::size_t i : indices) runs.push_back(&segments[i]);
     block_pool& pool = runs.front()->is_small ? small_ : large_;
     const std::size_t page = page_size_for(pool);
     // A range larger than any device (offsets come from recorded addresses) cannot be held.
@@ -372,7 +385,8 @@ class caching_allocator::impl {
       pool.unmapped.insert(gap);
       prev = gap;
     };
-    for (const imported_segment* run : runs) {
+    for (std::size_t k = 0; k < runs.size(); ++k) {
+      const imported_segment* run = runs[k];
       if (run->range_offset < cursor || run->range_offset % page != 0 ||
           run->total_size % page != 0) {
         throw invalid_argument(
@@ -390,7 +404,7 @@ class caching_allocator::impl {
         stats_.reserved_bytes[t].increase(static_cast<std::int64_t>(run->total_size));
       });
       import_blocks(*run, pool, es->base + run->range_offset, es.get(), false, prev,
-                    live_addresses);
+                    live[indices[k]]);
       cursor = run->range_offset + run->total_size;
     }
     unmapped_gap(pages * page);
@@ -928,9 +942,9 @@ class caching_allocator::impl {
           new_block(to_map->stream, to_map->size - mapped, &pool, to_map->ptr + mapped);
       remaining->mapped = false;
       remaining->expandable = to_map->expandable;
+      to_map->size = mapped;
       remaining->splice(to_map, to_map->next);
       pool.unmapped.insert(remaining);
-      to_map->size = mapped;
     }
     const std::uint64_t mapped_at =
         to_map->ptr;  // the trace names the pages mapped, before merging
@@ -987,27 +1001,34 @@ class caching_allocator::impl {
   }
 
   std::size_t unmap_block(block* b) {
-    const auto [start, bytes] = unmap_range(*b->expandable, b->ptr, b->size);
+    const std::pair<std::uint64_t, std::size_t> unmapped =
+        unmap_range(*b->expandable, b->ptr, b->size);
+    const std::uint64_t start = unmapped.first;
+    const std::size_t bytes = unmapped.second;
     if (bytes == 0) return 0;
     block_pool& pool = *b->pool;
     pool.blocks.erase(b);
-    const std::size_t before = start - b->ptr;
-    if (before > 0) {
-      block* before_free = new_block(b->stream, before, &pool, b->ptr);
-      before_free->expandable = b->expandable;
-      before_free->splice(b->prev, b);
-      pool.insert(before_free);
-    }
+    // b becomes the unmapped pages; what is left of it on either side stays free and mapped.
+    const std::uint64_t old_ptr = b->ptr;
+    const std::size_t before = start - old_ptr;
     const std::size_t after = b->size - (before + bytes);
-    if (after > 0) {
-      block* after_free = new_block(b->stream, after, &pool, start + bytes);
-      after_free->expandable = b->expandable;
-      after_free->splice(b, b->next);
-      pool.insert(after_free);
-    }
+    block* const prev = b->prev;
+    block* const next = b->next;
     b->ptr = start;
     b->size = bytes;
     b->mapped = false;
+    if (before > 0) {
+      block* before_free = new_block(b->stream, before, &pool, old_ptr);
+      before_free->expandable = b->expandable;
+      before_free->splice(prev, b);
+      pool.insert(before_free);
+    }
+    if (after > 0) {
+      block* after_free = new_block(b->stream, after, &pool, start + bytes);
+      after_free->expandable = b->expandable;
+      after_free->splice(b, next);
+      pool.insert(after_free);
+    }
     try_merge_blocks(b, b->prev, pool);
     try_merge_blocks(b, b->next, pool);
     pool.unmapped.insert(b);

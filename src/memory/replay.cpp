@@ -37,6 +37,16 @@ bool uses_expandable(const allocator_config& c) {
   return c.expandable_segments || c.policy == policy_kind::keel;
 }
 
+// Whether the allocator imports `seg` into a virtual range: an expandable run of whole pages
+// (caching_allocator::import_segments holds any other run as a plain segment).
+bool imported_as_range(const allocator_config& c, const start_segment& seg) {
+  if (!seg.expandable || !uses_expandable(c)) return false;
+  const std::uint64_t page = seg.is_small || c.policy == policy_kind::keel
+                                 ? std::uint64_t{2} << 20
+                                 : std::uint64_t{20} << 20;
+  return (seg.address - seg.range_base) % page == 0 && seg.total_size % page == 0;
+}
+
 // Where the simulated driver puts segments: the recording's addresses while the replay's
 // calls are the recording's (window mode), else the order inferred from the recording.
 address_plan plan_for(const trace_model& model, const replay_options& options) {
@@ -44,9 +54,9 @@ address_plan plan_for(const trace_model& model, const replay_options& options) {
   if (options.start == start_mode::window) {
     // The start's segments as the allocator imports them: expandable runs become plain
     // segments when the allocator has no expandable segments.
-    const bool expandable = uses_expandable(options.config);
     for (const start_segment& seg : model.start) {
-      if (!seg.expandable || !expandable) calls.push_back({true, seg.address, seg.total_size});
+      if (!imported_as_range(options.config, seg))
+        calls.push_back({true, seg.address, seg.total_size});
     }
   }
   const std::vector<driver_call> window = model.window_calls();
@@ -147,15 +157,11 @@ class replayer {
       import.push_back(std::move(is));
     }
     const std::vector<std::uint64_t> placed = allocator_.import_segments(import);
-    // import_segments returns plain segments' live blocks first, then the expandable ones'.
+    // import_segments returns the live blocks' addresses in the order of the segments.
     std::size_t next = 0;
-    const bool expandable = uses_expandable(allocator_.config());
-    for (bool second_pass : {false, true}) {
-      for (const start_segment& seg : model_.start) {
-        if ((seg.expandable && expandable) != second_pass) continue;
-        for (const start_block& b : seg.blocks) {
-          if (b.live) where_[b.address] = {placed[next++], b.requested};
-        }
+    for (const start_segment& seg : model_.start) {
+      for (const start_block& b : seg.blocks) {
+        if (b.live) where_[b.address] = {placed[next++], b.requested};
       }
     }
     requested_live_ = model_.start_requested;

@@ -213,6 +213,11 @@ class converter {
                          budget_, k_units_per_element, elements_, k_units_floor));
   }
 
+  // max_split_size, max_non_split_rounding_size: PyTorch accepts 20 MiB and more.
+  static bool split_limit(std::int64_t v) {
+    return v >= std::int64_t{20} << 20 && v <= static_cast<std::int64_t>(k_max_device_bytes);
+  }
+
   // A byte count: an int in [0, k_max_device_bytes].
   std::uint64_t to_size(const value& v, std::string_view key) const {
     const std::uint64_t n = to_u64(v, key);
@@ -427,9 +432,10 @@ class converter {
     s.expandable_segments = boolean(v, "expandable_segments", false);
     if (const auto m = present(v, "max_split_size")) {
       s.max_split_size = to_i64(*m, "max_split_size");
-      // -1 (SIZE_MAX as PyTorch writes it) is unlimited; anything else is a size.
-      if (s.max_split_size < -1 || s.max_split_size > static_cast<std::int64_t>(k_max_device_bytes))
-        fail(*m, fmt::format("'max_split_size' {} is neither -1 (unlimited) nor a size up to 2^62",
+      // -1 (SIZE_MAX as PyTorch writes it) is unlimited; else a size PyTorch accepts.
+      if (s.max_split_size != -1 && !split_limit(s.max_split_size))
+        fail(*m, fmt::format("'max_split_size' {} is neither -1 (unlimited) nor a size from 20 "
+                             "MiB (PyTorch's smallest) to 2^62",
                              s.max_split_size));
     }
     if (const auto g = present(v, "garbage_collection_threshold")) {
@@ -476,20 +482,18 @@ class converter {
     }
     if (const auto m = present(v, "max_non_split_rounding_size")) {
       s.max_non_split_rounding_size = to_i64(*m, "max_non_split_rounding_size");
-      if (*s.max_non_split_rounding_size < 0 ||
-          *s.max_non_split_rounding_size > static_cast<std::int64_t>(k_max_device_bytes))
-        fail(*m, fmt::format("'max_non_split_rounding_size' {} is not a size up to 2^62",
+      if (!split_limit(*s.max_non_split_rounding_size))
+        fail(*m, fmt::format("'max_non_split_rounding_size' {} is not a size from 20 MiB "
+                             "(PyTorch's smallest) to 2^62",
                              *s.max_non_split_rounding_size));
     }
-    // The recorded PYTORCH_CUDA_ALLOC_CONF is held to the grammar `--conf` reads: a string
-    // that no PyTorch accepts was not recorded by one (one that only the other grammar
-    // accepts is a model note, see trace_model).
-    if (conf_at) {
-      try {
-        (void)recorded_config(s);
-      } catch (const invalid_argument& e) {
-        fail(*conf_at, e.what());
-      }
+    // The recorded PYTORCH_CUDA_ALLOC_CONF, and the config the settings amount to, are held to
+    // the grammar `--conf` reads: what no PyTorch accepts was not recorded by one (what only
+    // the other grammar accepts is a model note, see trace_model).
+    try {
+      (void)recorded_config(s);
+    } catch (const invalid_argument& e) {
+      fail(conf_at ? *conf_at : v, e.what());
     }
     return s;
   }

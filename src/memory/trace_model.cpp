@@ -431,24 +431,6 @@ void settings_notes(const allocator_settings& r, note_book& notes) {
       differ("max_non_split_rounding_size", limit(a.max_non_split_rounding_size),
              limit(b.max_non_split_rounding_size));
   }
-  if (recorded(r, "max_split_size") && r.max_split_size >= 0 &&
-      static_cast<std::uint64_t>(r.max_split_size) < k_large_segment) {
-    notes.add(r.max_split_size == 0
-                  ? std::string("the recorded max_split_size is 0, which PyTorch never writes; "
-                                "replayed as unlimited")
-                  : std::string("the recorded max_split_size is below 20 MiB, which PyTorch "
-                                "refuses; replayed as recorded"),
-              std::to_string(r.max_split_size));
-  }
-  if (r.max_non_split_rounding_size &&
-      *r.max_non_split_rounding_size < static_cast<std::int64_t>(k_large_segment)) {
-    notes.add(*r.max_non_split_rounding_size <= 0
-                  ? std::string("the recorded max_non_split_rounding_size is not positive; "
-                                "replayed as PyTorch's default (20 MiB)")
-                  : std::string("the recorded max_non_split_rounding_size is below 20 MiB, "
-                                "which PyTorch refuses; replayed as recorded"),
-              std::to_string(*r.max_non_split_rounding_size));
-  }
 }
 
 [[noreturn]] void refuse(const std::string& where, const std::string& what) {
@@ -461,12 +443,14 @@ void settings_notes(const allocator_settings& r, note_book& notes) {
 void check_snapshot(const snapshot& s, int device, note_book& notes) {
   if (s.settings) {
     const allocator_settings& r = *s.settings;
-    const auto bad_size = [](std::int64_t v, bool minus_one) {
-      return v < (minus_one ? -1 : 0) || v > static_cast<std::int64_t>(k_max_device_bytes);
+    // PyTorch's split sizes start at 20 MiB (max_split_size -1 is unlimited).
+    const auto bad_size = [](std::int64_t v) {
+      return v < static_cast<std::int64_t>(k_large_segment) ||
+             v > static_cast<std::int64_t>(k_max_device_bytes);
     };
-    if (bad_size(r.max_split_size, true))
+    if (r.max_split_size != -1 && bad_size(r.max_split_size))
       refuse("allocator_settings", fmt::format("max_split_size {}", r.max_split_size));
-    if (r.max_non_split_rounding_size && bad_size(*r.max_non_split_rounding_size, false)) {
+    if (r.max_non_split_rounding_size && bad_size(*r.max_non_split_rounding_size)) {
       refuse("allocator_settings",
              fmt::format("max_non_split_rounding_size {}", *r.max_non_split_rounding_size));
     }
@@ -480,7 +464,7 @@ void check_snapshot(const snapshot& s, int device, note_book& notes) {
                fmt::format("roundup_power2_divisions {} is neither 0 nor a power of 2", d));
     }
     try {
-      (void)read_recorded_conf(r);
+      (void)recorded_config(r);
     } catch (const invalid_argument& e) {
       refuse("allocator_settings", e.what());
     }
@@ -544,7 +528,21 @@ void check_snapshot(const snapshot& s, int device, note_book& notes) {
 }  // namespace
 
 allocator_config recorded_config(const allocator_settings& settings) {
-  return overlay(read_recorded_conf(settings).config, settings);
+  const allocator_config c = overlay(read_recorded_conf(settings).config, settings);
+  // What the settings amount to must be a config PyTorch can have: its string reads back.
+  const std::string text = c.pytorch_string();
+  std::string refusal;
+  for (const pytorch_grammar g :
+       {pytorch_grammar::accelerator_allocator_config, pytorch_grammar::cuda_allocator_config}) {
+    try {
+      (void)allocator_config::parse_pytorch(text, g);
+      return c;
+    } catch (const invalid_argument& e) {
+      if (refusal.empty()) refusal = e.what();
+    }
+  }
+  throw invalid_argument(fmt::format(
+      "the recorded settings amount to '{}', which no PyTorch accepts ({})", text, refusal));
 }
 
 allocator_config recorded_config(const snapshot& s) {
@@ -734,6 +732,17 @@ trace_model build_trace_model(const snapshot& s, int device) {
   std::sort(start.begin(), start.end(),
             [](const start_segment& a, const start_segment& b) { return a.address < b.address; });
   m.ranges = ranges.ordered(ranges_at_start);
+  for (const start_segment& seg : start) {
+    const std::uint64_t page = seg.is_small ? k_small_segment : k_large_page;
+    if (seg.expandable &&
+        (seg.total_size % page != 0 || (seg.address - seg.range_base) % page != 0)) {
+      notes.add(
+          "mapped pages at the start are not whole pages of PyTorch's expandable "
+          "segments (2 MiB small, 20 MiB large); where a replay cannot map them it holds "
+          "them as a plain segment",
+          fmt::format("{:#x} ({} bytes)", seg.address, seg.total_size));
+    }
+  }
 
   // Place the early blocks into the starting segments.
   std::map<std::uint64_t, std::vector<early_block>> per_segment;  // segment address -> blocks

@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -422,7 +423,14 @@ TEST(CommTcpStore, GibibyteFloodsDoNotGrowTheServer) {
       "{} of 1024 1 MiB SETs stored\n",
       baseline / 1e6, std::max(peak.load(), hwm) / 1e6, growth / 1e6, sent_unauthenticated >> 20,
       sent_after_head >> 20, accepted);
-  EXPECT_LT(growth, 100u * 1000 * 1000);
+  bool bound_applies = true;
+#if defined(__SANITIZE_ADDRESS__)
+  // ASan's quarantine keeps the refused values' freed buffers resident (256 MB by default):
+  // the bound holds with ASAN_OPTIONS=quarantine_size_mb=0, and in every other build.
+  const char* asan = std::getenv("ASAN_OPTIONS");
+  bound_applies = asan && std::strstr(asan, "quarantine_size_mb=0");
+#endif
+  if (bound_applies) EXPECT_LT(growth, 100u * 1000 * 1000);
   EXPECT_LT(sent_unauthenticated, k_gib) << "the server kept reading a client without the secret";
   EXPECT_LT(sent_after_head, k_gib) << "the server kept reading a value over the limit";
   EXPECT_GE(accepted, 30u);  // 32 MiB of capacity, keys included
@@ -540,13 +548,16 @@ TEST(CommTcpStore, ConnectionsAreCappedAndSilentOnesTimeOut) {
   std::vector<std::unique_ptr<raw_client>> squatters;
   for (int i = 0; i < 20; ++i) squatters.push_back(std::make_unique<raw_client>(host.port()));
   // At most 4 wait for a handshake; the others were closed at once.
-  std::this_thread::sleep_for(100ms);
+  const auto accepted_by = std::chrono::steady_clock::now() + 3s;
+  while (host.stats().accepted < 21 && std::chrono::steady_clock::now() < accepted_by) {
+    std::this_thread::sleep_for(5ms);
+  }
   EXPECT_LE(host.stats().open, 5u);  // 4 + the host's own client
   EXPECT_GE(host.stats().refused_capacity, 15u);
   // A rank arriving now gets in once the silent ones have timed out (its client retries).
   const auto t0 = std::chrono::steady_clock::now();
-  tcp_store late("127.0.0.1", host.port(), false, 3s, {k_secret});
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
+  tcp_store late("127.0.0.1", host.port(), false, 5s, {k_secret});
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s);
   late.set_string("in", "1");
   for (auto& s : squatters) EXPECT_TRUE(s->closed_by_server(1s));
   expect_serves(host);

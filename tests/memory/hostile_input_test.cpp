@@ -611,12 +611,16 @@ TEST(HostileSnapshot, RecordedSettingsFollowTheConfGrammar) {
       {"divisions of 3", [](allocator_settings& s) { s.roundup_power2_divisions[4] = 3; },
        "roundup_power2_divisions 3 is neither 0 nor a power of 2"},
       {"a negative split size", [](allocator_settings& s) { s.max_split_size = -7; },
-       "'max_split_size' -7 is neither -1 (unlimited) nor a size up to 2^62"},
+       "'max_split_size' -7 is neither -1 (unlimited) nor a size from 20 MiB"},
+      {"a split size --conf cannot say (found by the fuzzer: the allocator's own snapshot "
+       "wrote it as max_split_size_mb:0)",
+       [](allocator_settings& s) { s.max_split_size = 4; },
+       "'max_split_size' 4 is neither -1 (unlimited) nor a size from 20 MiB"},
       {"a huge rounding size",
        [](allocator_settings& s) {
          s.max_non_split_rounding_size = static_cast<std::int64_t>(k_max_device_bytes) + 1;
        },
-       "'max_non_split_rounding_size' 4611686018427387905 is not a size up to 2^62"},
+       "'max_non_split_rounding_size' 4611686018427387905 is not a size from 20 MiB"},
   };
   for (const bad& b : cases) {
     SCOPED_TRACE(b.what);
@@ -689,6 +693,36 @@ TEST(HostileSnapshot, OddButUsableRecordingsBecomeNotes) {
   replay_options o;
   o.config = m.recorded_config;
   EXPECT_TRUE(replay(m, o).completed());
+}
+
+TEST(HostileSnapshot, ExpandableRunsOfPartPagesReplay) {
+  // Found by the snapshot fuzzer: a large-pool expandable run of 2 GiB (not whole 20 MiB pages)
+  // made the replay throw "import: expandable run ... is not a run of whole pages".
+  snapshot s = one_segment(1ull << 44, 2ull << 30);
+  auto& seg = s.segments[0];
+  seg.is_expandable = true;
+  seg.blocks = {{seg.address, 1ull << 30, (1ull << 30) - 1000, block_state::active_allocated, {}},
+                {seg.address + (1ull << 30), 1ull << 30, 0, block_state::inactive, {}}};
+  seg.allocated_size = seg.active_size = 1ull << 30;
+  seg.requested_size = (1ull << 30) - 1000;
+  allocator_settings st = default_settings();
+  st.conf = "expandable_segments:True";
+  st.expandable_segments = true;
+  s.settings = st;
+  s.device_traces[0] = {{trace_action::alloc, seg.address + (1ull << 30), 4096, 0, 1, 0, {}}};
+  const trace_model m = build_trace_model(parse(to_pickle(s)), 0);
+  EXPECT_TRUE(has_note(m, "not whole pages")) << (m.notes.empty() ? "" : m.notes.front().text);
+  for (const char* conf : {"", "policy:keel", "expandable_segments:False"}) {
+    SCOPED_TRACE(conf);
+    for (const start_mode start : {start_mode::window, start_mode::fresh}) {
+      replay_options o;
+      o.config = allocator_config::parse(conf, "test", m.recorded_config);
+      o.start = start;
+      const replay_result r = replay(m, o);
+      EXPECT_TRUE(r.completed());
+      EXPECT_GE(r.peak_reserved, 1ull << 30);
+    }
+  }
 }
 
 TEST(HostileSnapshot, AllocatorSnapshotsPassTheReadersChecks) {

@@ -121,7 +121,9 @@ class caching_allocator {
   static std::size_t allocation_size(std::size_t rounded_size) noexcept;
 
   // Adopts pre-existing segments exactly as laid out, as if allocated before; returns the new
-  // address of every live block, segment by segment in order. Throws keel::out_of_memory when
+  // address of every live block, segment by segment in the order given. An expandable run
+  // that is not whole pages of this allocator (2 MiB; PyTorch's large pool 20 MiB) is held as a
+  // plain segment. Throws keel::out_of_memory when
   // the backend (or k_max_device_bytes) cannot hold them, keel::invalid_argument when blocks
   // do not tile their segment (an empty block, a sum other than total_size) or a live block's
   // requested_size exceeds its size.
