@@ -12,7 +12,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libfmt-dev libcli11-dev
   libxxhash-dev libonnx-dev libprotobuf-dev protobuf-compiler
   # Python module and Python-side tests (Debian's own python3)
-  python3 python3-dev pybind11-dev python3-pytest python3-numpy
+  python3 python3-dev pybind11-dev python3-pytest python3-numpy python3-pandas
+  python3-setuptools python3-pip python3-venv
   python3-torch python3-torchvision python3-onnx
   # OpenCL on the CPU
   pocl-opencl-icd ocl-icd-opencl-dev opencl-headers

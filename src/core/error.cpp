@@ -29,6 +29,10 @@ parse_error parse_error::at_offset(const std::string& source, std::uint64_t offs
                      offset, message);
 }
 
+parse_error parse_error::in_object(const std::string& source, const std::string& message) {
+  return parse_error(fmt::format("{}: {}", source, message), source, 0, 0, 0, message);
+}
+
 parse_error::parse_error(const std::string& what, const std::string& source, std::size_t line,
                          std::size_t column, std::uint64_t offset, const std::string& message)
     : error_of(what),

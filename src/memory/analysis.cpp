@@ -267,7 +267,8 @@ json to_json(const oom_explanation& x) {
                 {"allocated", p.allocated},       {"free", p.free},
                 {"largest_free", p.largest_free}, {"free_fragments", p.free_fragments}};
   };
-  return {{"found", x.found},
+  return {{"device", x.device},
+          {"found", x.found},
           {"recorded", x.recorded},
           {"state_only", x.state_only},
           {"entry", x.entry},
@@ -474,6 +475,60 @@ std::string to_text(const replay_result& r, const trace_model& model, const std:
   }
   out += notes_text(model.notes);
   return out;
+}
+
+std::vector<device_replay> replay_devices(const snapshot& snap, const replay_request& request) {
+  replay_options options;
+  options.capacity = request.capacity;
+  options.start = request.start;
+  options.continue_after_oom = request.continue_after_oom;
+  std::vector<device_replay> out;
+  for (int device : devices_to_analyze(snap, request.device)) {
+    trace_model model = build_trace_model(snap, device);
+    parsed_allocator_config settings = settings_for(model, request.policy, request.conf);
+    options.config = settings.config;
+    replay_result result = replay(model, options);
+    out.push_back({std::move(model), std::move(result), std::move(settings.ignored_keys)});
+  }
+  return out;
+}
+
+json to_json(const std::vector<device_replay>& replays, const std::string& trace, const callsite_options& sites) {
+  json devices = json::array();
+  for (const device_replay& r : replays) {
+    devices.push_back(to_json(r.result, r.model, sites));
+    devices.back()["ignored_keys"] = r.ignored_keys;
+  }
+  return {{"trace", trace}, {"devices", std::move(devices)}};
+}
+
+std::string to_text(const std::vector<device_replay>& replays, const std::string& trace,
+                    const callsite_options& sites) {
+  std::string text;
+  for (const device_replay& r : replays) {
+    text += (text.empty() ? "" : "\n") + to_text(r.result, r.model, trace, sites);
+    if (!r.ignored_keys.empty()) text += "note      " + ignored_keys_line(r.ignored_keys) + "\n";
+  }
+  return text;
+}
+
+std::vector<oom_explanation> explain_devices(const snapshot& snap, std::optional<int> device,
+                                             std::optional<std::uint64_t> capacity, const callsite_options& sites) {
+  std::vector<oom_explanation> out;
+  for (int d : devices_to_analyze(snap, device)) out.push_back(explain_oom(snap, build_trace_model(snap, d), capacity, sites));
+  return out;
+}
+
+json to_json(const std::vector<oom_explanation>& explanations, const std::string& trace) {
+  json devices = json::array();
+  for (const oom_explanation& x : explanations) devices.push_back(to_json(x));
+  return {{"trace", trace}, {"devices", std::move(devices)}};
+}
+
+std::string to_text(const std::vector<oom_explanation>& explanations) {
+  std::string text;
+  for (const oom_explanation& x : explanations) text += x.text + "\n";
+  return text;
 }
 
 std::string to_text(const analysis& a) {

@@ -136,6 +136,7 @@ std::string verdict(const oom_explanation& x, std::uint64_t request) {
 oom_explanation explain_state_only(const snapshot& snap, const trace_model& model,
                                    const callsite_options& sites) {
   oom_explanation x;
+  x.device = model.device;
   x.found = true;
   x.state_only = true;
   x.large = summarize(snap, model.device, false);
@@ -221,6 +222,7 @@ std::string_view to_string(oom_class c) noexcept {
 oom_explanation explain_oom(const snapshot& snap, const trace_model& model,
                             std::optional<std::uint64_t> capacity, const callsite_options& sites) {
   oom_explanation x;
+  x.device = model.device;
   x.capacity = capacity;
   replay_options base;
   base.config = model.recorded_config;

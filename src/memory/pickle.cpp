@@ -925,6 +925,107 @@ document parse_json(std::string_view text, std::string_view source, const limits
 }
 
 // ---------------------------------------------------------------------------------------
+// document_builder
+
+struct document_builder::state {
+  state(std::string_view source, const limits& l) : lim(l), b(doc, lim) {
+    doc.source_ = std::string(source);
+    doc.built_ = true;
+  }
+  document doc;
+  limits lim;
+  detail::builder b;
+};
+
+document_builder::document_builder(std::string_view source, const limits& lim)
+    : state_(std::make_unique<state>(source, lim)) {}
+document_builder::~document_builder() = default;
+
+namespace {
+template <class F>
+document_builder::node building(const document& doc, F f) {
+  try {
+    return f();
+  } catch (const detail::builder::failure& e) {
+    throw parse_error::in_object(doc.source(), e.message);
+  }
+}
+}  // namespace
+
+void document_builder::reserve(std::size_t values, std::size_t slots) {
+  state_->doc.nodes_.reserve(std::min(values, state_->lim.max_elements));
+  state_->doc.children_.reserve(std::min(slots, state_->lim.max_elements));
+}
+
+document_builder::node document_builder::none() {
+  return building(state_->doc, [&] { return state_->b.add(kind::none, state_->doc.node_count()); });
+}
+document_builder::node document_builder::boolean(bool v) {
+  return building(state_->doc, [&] {
+    return state_->b.add(kind::boolean, state_->doc.node_count(), v ? 1 : 0);
+  });
+}
+document_builder::node document_builder::integer(std::int64_t v) {
+  return building(state_->doc, [&] {
+    return state_->b.add_int(static_cast<std::uint64_t>(v), false, state_->doc.node_count());
+  });
+}
+document_builder::node document_builder::unsigned_integer(std::uint64_t v) {
+  return building(state_->doc,
+                  [&] { return state_->b.add_int(v, v >> 63 != 0, state_->doc.node_count()); });
+}
+document_builder::node document_builder::floating(double v) {
+  return building(state_->doc, [&] {
+    std::uint64_t bits;
+    std::memcpy(&bits, &v, sizeof bits);
+    return state_->b.add(kind::floating, state_->doc.node_count(), bits);
+  });
+}
+document_builder::node document_builder::string(std::string_view v) {
+  return building(state_->doc, [&] {
+    const std::uint64_t at = state_->doc.data_.size();
+    const node n = state_->b.add_string(kind::string, state_->doc.node_count(), at, v.size());
+    state_->doc.data_.append(v);
+    return n;
+  });
+}
+document_builder::node document_builder::bytes(std::string_view v) {
+  return building(state_->doc, [&] {
+    const std::uint64_t at = state_->doc.data_.size();
+    const node n = state_->b.add_string(kind::bytes, state_->doc.node_count(), at, v.size());
+    state_->doc.data_.append(v);
+    return n;
+  });
+}
+document_builder::node document_builder::list(std::span<const node> items) {
+  return building(state_->doc, [&] {
+    return state_->b.make(kind::list, state_->doc.node_count(), items.data(), items.size());
+  });
+}
+document_builder::node document_builder::tuple(std::span<const node> items) {
+  return building(state_->doc, [&] {
+    return state_->b.make(kind::tuple, state_->doc.node_count(), items.data(), items.size());
+  });
+}
+document_builder::node document_builder::dict(std::span<const node> keys_and_values) {
+  if (keys_and_values.size() % 2 != 0)
+    throw invalid_argument("document_builder::dict: an odd number of keys and values");
+  return building(state_->doc, [&] {
+    return state_->b.make(kind::dict, state_->doc.node_count(), keys_and_values.data(),
+                          keys_and_values.size());
+  });
+}
+
+document document_builder::finish(node root) {
+  if (root >= state_->doc.node_count())
+    throw invalid_argument("document_builder::finish: no such value");
+  state_->doc.root_ = root;
+  document out = std::move(state_->doc);
+  state_ = std::make_unique<state>(out.source(), state_->lim);
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------
 // writer
 
 namespace {

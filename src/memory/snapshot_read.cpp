@@ -140,6 +140,7 @@ class converter {
   [[noreturn]] void fail(const value& at, const std::string& message) const {
     const std::string text = fmt::format("{}: {}", where(), message);
     if (doc_.is_text()) throw doc_.text_error(at.offset(), text);
+    if (doc_.is_built()) throw parse_error::in_object(doc_.source(), text);
     throw parse_error::at_offset(doc_.source(), at.offset(), text);
   }
 
@@ -581,6 +582,8 @@ snapshot parse_snapshot_pickle(std::span<const std::byte> bytes, std::string_vie
   const pickle::document doc = pickle::parse(bytes, source);
   return converter(doc).run();
 }
+
+snapshot snapshot_from_document(const pickle::document& doc) { return converter(doc).run(); }
 
 snapshot parse_snapshot_json(std::string_view text, std::string_view source) {
   const pickle::document doc = pickle::parse_json(text, source);

@@ -23,6 +23,9 @@ inline constexpr int k_exit_usage = 2;
 // Parses argv and runs the selected command; never throws, never aborts.
 int run(CLI::App& app, int argc, char** argv);
 
+// The whole `keel` command line (every group) on argv; returns the exit code.
+int run_keel(int argc, char** argv);
+
 // Prints one JSON document (pretty, 2 spaces) and a newline on stdout.
 void print_json(const nlohmann::json& document);
 

@@ -36,30 +36,20 @@ struct replay_args {
 void run_replay(const replay_args& a) {
   require_readable_file(a.trace);
   const snapshot snap = read_snapshot(a.trace);
-  replay_options options;
-  options.capacity = capacity_option(a.capacity);
-  options.start = parse_start_mode(a.start);
-  options.continue_after_oom = a.continue_after_oom;
-  callsite_options sites;
-  sites.group_by = parse_callsite_grouping(a.sites_by);
-  nlohmann::json devices = nlohmann::json::array();
-  std::string text;
-  for (int device : devices_to_analyze(snap, a.device)) {
-    const trace_model model = build_trace_model(snap, device);
-    const parsed_allocator_config settings = settings_for(model, a.policy, a.conf);
-    options.config = settings.config;
-    const replay_result r = replay(model, options);
-    devices.push_back(to_json(r, model, sites));
-    devices.back()["ignored_keys"] = settings.ignored_keys;
-    text += (text.empty() ? "" : "\n") + to_text(r, model, a.trace, sites);
-    if (!settings.ignored_keys.empty())
-      text += "note      " + ignored_keys_line(settings.ignored_keys) + "\n";
-  }
-  if (a.html) write_report(*a.html, snap, a.trace, a.device, options.capacity);
+  replay_request request;
+  request.device = a.device;
+  request.policy = a.policy;
+  request.conf = a.conf;
+  request.capacity = capacity_option(a.capacity);
+  request.start = parse_start_mode(a.start);
+  request.continue_after_oom = a.continue_after_oom;
+  request.sites.group_by = parse_callsite_grouping(a.sites_by);
+  const std::vector<device_replay> replays = replay_devices(snap, request);
+  if (a.html) write_report(*a.html, snap, a.trace, a.device, request.capacity);
   if (a.json) {
-    print_json({{"trace", a.trace}, {"devices", std::move(devices)}});
+    print_json(to_json(replays, a.trace, request.sites));
   } else {
-    std::cout << text;
+    std::cout << to_text(replays, a.trace, request.sites);
   }
 }
 

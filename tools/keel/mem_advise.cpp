@@ -69,22 +69,13 @@ void run_advise(const advise_args& a) {
 void run_explain(const explain_args& a) {
   require_readable_file(a.trace);
   const snapshot snap = read_snapshot(a.trace);
-  nlohmann::json devices = nlohmann::json::array();
-  std::string text;
   callsite_options sites;
   sites.group_by = parse_callsite_grouping(a.sites_by);
-  for (int device : devices_to_analyze(snap, a.device)) {
-    const oom_explanation x =
-        explain_oom(snap, build_trace_model(snap, device), capacity_option(a.capacity), sites);
-    nlohmann::json j = to_json(x);
-    j["device"] = device;
-    devices.push_back(std::move(j));
-    text += x.text + "\n";
-  }
+  const std::vector<oom_explanation> xs = explain_devices(snap, a.device, capacity_option(a.capacity), sites);
   if (a.json) {
-    print_json({{"trace", a.trace}, {"devices", std::move(devices)}});
+    print_json(to_json(xs, a.trace));
   } else {
-    std::cout << text;
+    std::cout << to_text(xs);
   }
 }
 

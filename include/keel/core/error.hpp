@@ -60,6 +60,8 @@ class parse_error : public detail::error_of<std::runtime_error> {
   // Binary input: "source: byte OFFSET: message".
   static parse_error at_offset(const std::string& source, std::uint64_t offset,
                                const std::string& message);
+  // An in-memory object (no bytes or lines to point at): "source: message".
+  static parse_error in_object(const std::string& source, const std::string& message);
 
   const std::string& source() const noexcept { return source_; }
   std::size_t line() const noexcept { return line_; }      // 0 for binary input

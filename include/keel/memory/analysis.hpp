@@ -74,6 +74,36 @@ struct analysis_options {
 // Throws keel::invalid_argument when `options.device` has no data (naming those that have).
 analysis analyze(const snapshot& snap, const std::string& trace, const analysis_options& options);
 
+// `keel mem replay`: one replay per device of the snapshot (or the one asked for).
+struct replay_request {
+  std::optional<int> device;
+  std::string policy = "pytorch";   // or "keel"
+  std::optional<std::string> conf;  // settings on top of the recorded ones (see settings_for)
+  std::optional<std::uint64_t> capacity;
+  start_mode start = start_mode::window;
+  bool continue_after_oom = false;
+  callsite_options sites;
+};
+struct device_replay {
+  trace_model model;
+  replay_result result;
+  std::vector<std::string> ignored_keys;  // of `conf`: accepted, no effect on a replay
+};
+std::vector<device_replay> replay_devices(const snapshot& snap, const replay_request& request);
+// {"trace", "devices": [replay documents]} and the text `keel mem replay` prints.
+nlohmann::json to_json(const std::vector<device_replay>& replays, const std::string& trace,
+                       const callsite_options& sites = {});
+std::string to_text(const std::vector<device_replay>& replays, const std::string& trace,
+                    const callsite_options& sites = {});
+
+// `keel mem explain`: the explanation of each device's OOM.
+std::vector<oom_explanation> explain_devices(const snapshot& snap, std::optional<int> device,
+                                             std::optional<std::uint64_t> capacity,
+                                             const callsite_options& sites = {});
+// {"trace", "devices": [explanations with "device"]} and the text `keel mem explain` prints.
+nlohmann::json to_json(const std::vector<oom_explanation>& explanations, const std::string& trace);
+std::string to_text(const std::vector<oom_explanation>& explanations);
+
 // The settings a replay of `model` runs with: `conf` (PYTORCH_CUDA_ALLOC_CONF syntax plus
 // keel's policy key, read with the grammar of the PyTorch that wrote the snapshot) on top of the
 // recorded settings, then `policy` ("pytorch" or "keel"). Throws invalid_argument for bad text,

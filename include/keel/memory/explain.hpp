@@ -46,6 +46,7 @@ struct pool_summary {
 };
 
 struct oom_explanation {
+  int device = 0;
   bool found = false;       // false: no OOM recorded and none at the given capacity
   bool recorded = false;    // the OOM is in the trace (not produced by a capacity)
   bool state_only = false;  // explained from a snapshot's blocks alone (no trace)

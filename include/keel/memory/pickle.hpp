@@ -30,6 +30,7 @@
 #include <cstring>
 #include <functional>
 #include <iosfwd>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -118,6 +119,8 @@ class document {
   // True when offsets are positions in JSON text (parse_json), so that errors can be
   // reported as line:column.
   bool is_text() const noexcept { return text_; }
+  // True when a program built it (document_builder): offsets are value numbers, not bytes.
+  bool is_built() const noexcept { return built_; }
   // The error "source:line:column: message" for a byte offset in the JSON text this document
   // was read from.
   parse_error text_error(std::uint64_t offset, const std::string& message) const;
@@ -140,6 +143,7 @@ class document {
   friend class detail::json_reader;
   friend document parse(std::span<const std::byte>, std::string_view, const limits&);
   friend document parse_json(std::string_view, std::string_view, const limits&);
+  friend class document_builder;
   std::string source_;
   template <class T>
   using big_array = std::vector<T, memory::detail::huge_page_allocator<T>>;
@@ -147,6 +151,7 @@ class document {
       data_;  // the input (pickle) or decoded strings (JSON)
   std::string text_copy_;
   bool text_ = false;
+  bool built_ = false;
   big_array<node> nodes_;
   big_array<std::uint32_t> children_;
   std::size_t slots_ = 0;
@@ -200,6 +205,41 @@ document parse(std::span<const std::byte> bytes, std::string_view source, const 
 // lists, numbers integers when integral and in range, else floats. Throws keel::parse_error
 // ("source:line:column: message").
 document parse_json(std::string_view text, std::string_view source, const limits& lim = {});
+
+// Builds a document from values a program already holds (the Python package converts the dict
+// torch.cuda.memory._snapshot() returns with it, without a pickle in between). Values are added
+// bottom-up and named by the node number returned; a node may be placed in several containers
+// (shared, as the memo shares) but a container never inside itself. The limits apply as in
+// parse(); a failure throws keel::parse_error ("source: value N: message"). One use: finish()
+// hands the document out and leaves the builder empty.
+class document_builder {
+ public:
+  using node = std::uint32_t;
+  explicit document_builder(std::string_view source, const limits& lim = {});
+  ~document_builder();
+  document_builder(const document_builder&) = delete;
+  document_builder& operator=(const document_builder&) = delete;
+
+  // Room for `values` values and `slots` container slots, so a large document grows once.
+  void reserve(std::size_t values, std::size_t slots);
+
+  node none();
+  node boolean(bool v);
+  node integer(std::int64_t v);
+  node unsigned_integer(std::uint64_t v);  // any value; >= 2^63 is kept as a big unsigned
+  node floating(double v);
+  node string(std::string_view v);
+  node bytes(std::string_view v);
+  node list(std::span<const node> items);
+  node tuple(std::span<const node> items);
+  node dict(std::span<const node> keys_and_values);  // key, value, key, value, ...
+
+  document finish(node root);
+
+ private:
+  struct state;
+  std::unique_ptr<state> state_;
+};
 
 // Streams a protocol-4 pickle. Call the value functions in pre-order; begin_* / end_* bracket
 // containers (dict contents alternate key, value). finish() writes STOP; the writer checks

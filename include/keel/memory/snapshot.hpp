@@ -26,6 +26,10 @@
 
 namespace keel::memory {
 
+namespace pickle {
+class document;
+}  // namespace pickle
+
 struct frame {
   std::string filename;
   std::int64_t line = 0;
@@ -176,6 +180,9 @@ std::string_view to_string(block_state state) noexcept;
 snapshot read_snapshot(const std::string& path);
 snapshot parse_snapshot_pickle(std::span<const std::byte> bytes, std::string_view source);
 snapshot parse_snapshot_json(std::string_view text, std::string_view source);
+// The snapshot a document holds (one a program built with pickle::document_builder); the same
+// checks and errors as the readers above.
+snapshot snapshot_from_document(const pickle::document& doc);
 
 // Writes the 2.2+ layout: as a protocol-4 pickle that Python's standard unpickler and
 // torch.cuda._memory_viz load, or as JSON with the same keys (tuples become lists).

@@ -1,0 +1,20 @@
+// The pieces the keel extension's source files share: JSON documents as Python objects, and
+// the registration function of each submodule.
+#pragma once
+
+#include <pybind11/pybind11.h>
+#include <nlohmann/json.hpp>
+
+namespace keel::python {
+
+namespace py = pybind11;
+
+// A JSON document as the plain Python value json.loads would give (dict, list, str, int,
+// float, bool, None); integers keep all 64 bits.
+py::object to_python(const nlohmann::json& j);
+
+void register_errors(py::module_& m);
+void register_mem(py::module_& m);
+void register_rand(py::module_& m);
+
+}  // namespace keel::python
