@@ -11,7 +11,8 @@
 namespace keel::kv {
 namespace {
 
-std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
+// Without the overflow of (a + b - 1) / b for a near SIZE_MAX.
+std::size_t ceil_div(std::size_t a, std::size_t b) { return a / b + (a % b != 0 ? 1 : 0); }
 
 void fail(const std::string& what) { throw std::logic_error("block_pool invariant: " + what); }
 
@@ -21,9 +22,9 @@ block_pool::block_pool(const block_pool_options& options, std::unique_ptr<evicti
                        std::unique_ptr<prefix_index> index)
     : options_(options), policy_(std::move(policy)), index_(std::move(index)) {
   if (options.num_blocks == 0 || options.block_size == 0) {
-    throw keel::invalid_argument(fmt::format(
-        "block_pool: num_blocks ({}) and block_size ({}) must be positive", options.num_blocks,
-        options.block_size));
+    throw keel::invalid_argument(
+        fmt::format("block_pool: num_blocks ({}) and block_size ({}) must be positive",
+                    options.num_blocks, options.block_size));
   }
   if (options.num_blocks >= k_no_block) {
     throw keel::invalid_argument(
@@ -62,10 +63,12 @@ std::optional<sequence> block_pool::allocate(std::span<const block_hash> hashes,
   if (num_tokens == 0) throw keel::invalid_argument("block_pool::allocate: num_tokens is 0");
   const std::size_t n = ceil_div(num_tokens, bs);
   if (hashes.size() > n) {
-    throw keel::invalid_argument(fmt::format(
-        "block_pool::allocate: {} hashes for {} tokens ({} blocks of {})", hashes.size(),
-        num_tokens, n, bs));
+    throw keel::invalid_argument(
+        fmt::format("block_pool::allocate: {} hashes for {} tokens ({} blocks of {})",
+                    hashes.size(), num_tokens, n, bs));
   }
+  // More blocks than the pool owns can never be found (and must not be allocated for).
+  if (n > ref_.size()) return std::nullopt;
   sequence seq;
   seq.blocks.assign(n, k_no_block);
   seq.num_tokens = num_tokens;
@@ -157,7 +160,10 @@ std::optional<std::vector<block_copy>> block_pool::append_tokens(sequence& seq, 
   const std::size_t used = seq.num_tokens % bs;  // tokens in a partial last block
   const bool copy_last =
       n > 0 && used != 0 && (ref_[seq.blocks.back()] > 1 || cached_[seq.blocks.back()]);
-  const std::size_t grow = ceil_div(seq.num_tokens + n, bs) - seq.blocks.size();
+  if (n > std::numeric_limits<std::size_t>::max() - seq.num_tokens) return std::nullopt;
+  const std::size_t need = ceil_div(seq.num_tokens + n, bs);
+  if (need > ref_.size()) return std::nullopt;
+  const std::size_t grow = need - seq.blocks.size();
   if (grow + (copy_last ? 1 : 0) > free_blocks()) return std::nullopt;
   std::vector<block_copy> copies;
   if (copy_last) {
@@ -182,9 +188,9 @@ std::optional<std::vector<block_copy>> block_pool::append_tokens(sequence& seq, 
 
 void block_pool::cache_blocks(const sequence& seq, std::span<const block_hash> hashes) {
   if (hashes.size() > seq.num_tokens / options_.block_size) {
-    throw keel::invalid_argument(fmt::format(
-        "block_pool::cache_blocks: {} hashes but the sequence has {} full blocks", hashes.size(),
-        seq.num_tokens / options_.block_size));
+    throw keel::invalid_argument(
+        fmt::format("block_pool::cache_blocks: {} hashes but the sequence has {} full blocks",
+                    hashes.size(), seq.num_tokens / options_.block_size));
   }
   // Blocks already cached are left alone; the index drops hashes cached by another block.
   scratch_.assign(hashes.size(), k_no_block);

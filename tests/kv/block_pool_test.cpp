@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "keel/core/error.hpp"
 #include "kv_test_util.hpp"
 
@@ -61,7 +63,7 @@ TEST(BlockPool, HitIsCappedAtNumTokensMinusOneLikeVllm) {
 TEST(BlockPool, LazyEvictionTakesEmptyBlocksFirstThenTheLruChainTail) {
   auto pool = make_pool(4);
   auto s = pool.allocate(chain({1, 2}), 8);
-  pool.release(*s);  // frees block of {1,2} first, then {1}
+  pool.release(*s);                          // frees block of {1,2} first, then {1}
   auto t = pool.allocate(chain({5, 6}), 8);  // two empty blocks left: no eviction
   EXPECT_EQ(pool.stats().evictions, 0u);
   pool.release(*t);
@@ -154,6 +156,26 @@ TEST(BlockPool, RejectsBadArguments) {
   EXPECT_THROW(pool.allocate(chain({1, 2, 3}), 8), keel::invalid_argument);
   EXPECT_THROW(make_policy("mru"), keel::invalid_argument);
   EXPECT_THROW(make_index("trie", 4), keel::invalid_argument);
+}
+
+// Requests no pool could hold are refused before anything is allocated for them: a caller
+// (keel.kv.BlockPool from Python) may ask for 2^62 tokens.
+TEST(BlockPool, HugeRequestsAreRefusedWithoutAllocating) {
+  auto pool = make_pool(8);
+  const std::size_t huge = std::numeric_limits<std::size_t>::max() - 1;
+  EXPECT_FALSE(pool.allocate({}, huge));
+  EXPECT_FALSE(pool.allocate({}, 8 * 4 + 1));
+  auto seq = pool.allocate({}, 5);
+  ASSERT_TRUE(seq);
+  EXPECT_FALSE(pool.append_tokens(*seq, huge));
+  EXPECT_FALSE(pool.append_tokens(*seq, 8 * 4));
+  EXPECT_EQ(seq->num_tokens, 5u);
+  EXPECT_EQ(pool.empty_blocks(), 6u);
+  ASSERT_TRUE(pool.append_tokens(*seq, 8 * 4 - 5));
+  EXPECT_EQ(pool.free_blocks(), 0u);
+  pool.release(*seq);
+  pool.check_invariants();
+  EXPECT_EQ(pool.stats().requests, 1u);
 }
 
 }  // namespace
