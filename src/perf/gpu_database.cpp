@@ -347,4 +347,68 @@ gpu_spec resolve_device(std::string_view name_or_file) {
   return gpu_database::builtin().at(name_or_file);
 }
 
+namespace {
+
+nlohmann::json opt_json(const auto& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
+
+}  // namespace
+
+nlohmann::json to_json(const std::vector<source_ref>& sources) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& s : sources) out.push_back({{"id", s.id}, {"title", s.title}, {"url", s.url}});
+  return out;
+}
+
+nlohmann::json to_json(const gpu_spec& g) {
+  nlohmann::json derived = nlohmann::json::object();
+  for (const auto& [k, v] : g.derived) derived[k] = {{"tflops", v}, {"how", g.derived_how.at(k)}};
+  return {{"name", g.name},
+          {"display", g.display},
+          {"arch", g.arch},
+          {"cc", g.cc.str()},
+          {"segment", g.segment},
+          {"year", g.year},
+          {"sms", opt_json(g.sms)},
+          {"boost_mhz", opt_json(g.boost_mhz)},
+          {"tflops", g.tflops},
+          {"derived", derived},
+          {"memory_gb", g.memory_gb},
+          {"memory_type", g.memory_type},
+          {"bandwidth_gbs", g.bandwidth_gbs},
+          {"l2_mb", opt_json(g.l2_mb)},
+          {"tdp_w", opt_json(g.tdp_w)},
+          {"price_usd", opt_json(g.price_usd)},
+          {"note", g.note},
+          {"source", g.source_text()},
+          {"sources", to_json(g.sources)}};
+}
+
+gpu_list list_gpus(const gpu_database& db, std::string_view arch) {
+  gpu_list out{{}, db.conventions()};
+  for (const gpu_spec& g : db.gpus()) {
+    if (arch.empty() || g.arch.find(arch) != std::string::npos) out.gpus.push_back(&g);
+  }
+  return out;
+}
+
+nlohmann::json to_json(const gpu_list& list) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const gpu_spec* g : list.gpus) out.push_back(to_json(*g));
+  return {{"gpus", out}, {"conventions", list.conventions}};
+}
+
+support_result check_support(const gpu_database& db, const support_request& r) {
+  if (r.cuda.empty() && r.cudnn.empty()) throw invalid_argument("give --cuda VER or --cudnn VER");
+  if (!r.cuda.empty() && !r.cudnn.empty()) throw invalid_argument("--cuda excludes --cudnn");
+  const gpu_spec& g = db.at(r.gpu);
+  return {&g, r.cuda.empty() ? db.cudnn_support(g, parse_version(r.cudnn))
+                             : db.cuda_support(g, parse_version(r.cuda))};
+}
+
+nlohmann::json to_json(const support_result& r) {
+  return {{"supported", r.answer.supported},       {"reason", r.answer.reason},
+          {"source", r.answer.source_text()},      {"gpu", r.gpu->name},
+          {"compute_capability", r.gpu->cc.str()}, {"sources", to_json(r.answer.sources)}};
+}
+
 }  // namespace keel::perf

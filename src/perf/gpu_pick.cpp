@@ -2,6 +2,7 @@
 
 #include "keel/core/bytes.hpp"
 #include "keel/core/error.hpp"
+#include "option_check.hpp"
 
 #include <fmt/format.h>
 
@@ -151,6 +152,35 @@ pick_result pick_gpus(const gpu_database& db, std::optional<double> budget_usd,
                      return a.gpu->price_usd.value_or(1e18) < b.gpu->price_usd.value_or(1e18);
                    });
   return result;
+}
+
+pick_result pick_gpus(const gpu_database& db, const pick_request& request) {
+  if (request.budget_usd) detail::check_real("--budget", *request.budget_usd, 0.0, 1e12, true);
+  detail::check_integer("--top", request.top, 1, 1000000);
+  return pick_gpus(db, request.budget_usd, request.needs);
+}
+
+nlohmann::json to_json(const pick_result& r, std::size_t top) {
+  const std::size_t shown = std::min(r.ranked.size(), top);
+  nlohmann::json ranked = nlohmann::json::array();
+  for (std::size_t i = 0; i < shown; ++i) {
+    const auto& c = r.ranked[i];
+    ranked.push_back({{"rank", i + 1},
+                      {"name", c.gpu->name},
+                      {"score", c.score},
+                      {"score_key", c.score_key},
+                      {"price_usd", c.gpu->price_usd ? nlohmann::json(*c.gpu->price_usd)
+                                                     : nlohmann::json(nullptr)},
+                      {"reasons", c.reasons},
+                      {"source", c.gpu->source_text()}});
+  }
+  nlohmann::json rejected = nlohmann::json::array();
+  for (const auto& x : r.rejected)
+    rejected.push_back({{"name", x.gpu->name}, {"reason", x.reason}});
+  return {{"metric", r.metric},
+          {"ranked", ranked},
+          {"qualifying", r.ranked.size()},
+          {"rejected", rejected}};
 }
 
 }  // namespace keel::perf

@@ -13,6 +13,8 @@
 
 #include "keel/perf/dtype.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <compare>
 #include <map>
 #include <optional>
@@ -154,5 +156,40 @@ class gpu_database {
 // `keel perf calibrate --out FILE` writes for this machine's CPU). Throws
 // keel::invalid_argument for an unknown name, keel::io_error for an unreadable file.
 gpu_spec resolve_device(std::string_view name_or_file);
+
+// ---- the documents of `keel gpus list|show|support` (and keel.gpus) ----------------------
+
+// name, display, arch, cc, segment, year, sms, boost_mhz, tflops, derived ({key: {tflops,
+// how}}), memory_gb, memory_type, bandwidth_gbs, l2_mb, tdp_w, price_usd (null when not
+// published), note, source, sources ([{id, title, url}]).
+nlohmann::json to_json(const gpu_spec& gpu);
+nlohmann::json to_json(const std::vector<source_ref>& sources);
+
+// The GPUs of a database whose architecture contains `arch` (all when it is empty), in
+// database order, with the database's conventions.
+struct gpu_list {
+  std::vector<const gpu_spec*> gpus;  // point into the database
+  std::string conventions;
+};
+gpu_list list_gpus(const gpu_database& db, std::string_view arch = {});
+// gpus (each as to_json(gpu_spec)), conventions.
+nlohmann::json to_json(const gpu_list& list);
+
+// Does a CUDA toolkit (cuda) or a cuDNN release (cudnn) support the GPU? Exactly one of the
+// two versions is given.
+struct support_request {
+  std::string gpu;
+  std::string cuda;   // "12.4"; empty: not asked
+  std::string cudnn;  // "9.1"; empty: not asked
+};
+struct support_result {
+  const gpu_spec* gpu = nullptr;  // points into the database
+  support_answer answer;
+};
+// Throws keel::invalid_argument when neither or both versions are given ("give --cuda VER or
+// --cudnn VER"), for an unknown GPU or a malformed version.
+support_result check_support(const gpu_database& db, const support_request& request);
+// supported, reason, source, gpu, compute_capability, sources.
+nlohmann::json to_json(const support_result& result);
 
 }  // namespace keel::perf

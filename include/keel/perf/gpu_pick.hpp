@@ -14,6 +14,10 @@
 
 #include "keel/perf/gpu_database.hpp"
 
+#include <nlohmann/json.hpp>
+
+#include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -41,5 +45,19 @@ struct pick_result {
 // Throws keel::invalid_argument for an unknown need or a malformed value.
 pick_result pick_gpus(const gpu_database& db, std::optional<double> budget_usd,
                       const std::vector<std::string>& needs);
+
+// `keel gpus pick` as one request: the budget, the needs, and how many ranked GPUs the
+// document shows.
+struct pick_request {
+  std::optional<double> budget_usd;  // (0, 1e12]
+  std::vector<std::string> needs;
+  std::int64_t top = 5;  // [1, 1000000]
+};
+// Checks the ranges (with the CLI's messages for --budget and --top) and picks.
+pick_result pick_gpus(const gpu_database& db, const pick_request& request);
+
+// metric, ranked (the first `top`: rank, name, score, score_key, price_usd, reasons, source),
+// qualifying (how many are ranked in all), rejected (name, reason).
+nlohmann::json to_json(const pick_result& result, std::size_t top);
 
 }  // namespace keel::perf
