@@ -89,6 +89,18 @@ local_job::local_job(int ranks, std::vector<std::string> argv,
   base["MASTER_ADDR"] = "127.0.0.1";
   base["MASTER_PORT"] = std::to_string(port);
   base["KEEL_COMM_JOB"] = id_;
+  // The rest of what torchrun sets for a single-node job, so that a torch script reading it
+  // (torch.distributed.elastic's role and group variables) runs unchanged. Like torchrun,
+  // one OpenMP thread per rank unless the user chose: N ranks with a thread per core each
+  // would oversubscribe the machine N times.
+  base["GROUP_RANK"] = "0";
+  base["GROUP_WORLD_SIZE"] = "1";
+  base["ROLE_NAME"] = "default";
+  base["ROLE_WORLD_SIZE"] = std::to_string(ranks);
+  base["TORCHELASTIC_RUN_ID"] = id_;
+  base["TORCHELASTIC_RESTART_COUNT"] = "0";
+  base["TORCHELASTIC_MAX_RESTARTS"] = "0";
+  if (ranks > 1 && base.find("OMP_NUM_THREADS") == base.end()) base["OMP_NUM_THREADS"] = "1";
   // The job's store secret: the user's when the environment has one, else a fresh one.
   if (auto it = base.find("KEEL_STORE_SECRET"); it == base.end() || it->second.empty()) {
     base["KEEL_STORE_SECRET"] = detail::random_hex(16);
@@ -109,6 +121,7 @@ local_job::local_job(int ranks, std::vector<std::string> argv,
   for (int r = 0; r < ranks; ++r) {
     base["RANK"] = std::to_string(r);
     base["LOCAL_RANK"] = std::to_string(r);
+    base["ROLE_RANK"] = std::to_string(r);
     std::vector<std::string> env_strings;
     for (const auto& [k, v] : base) env_strings.push_back(k + "=" + v);
     std::vector<char*> envp, args;

@@ -13,9 +13,7 @@
 
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <functional>
-#include <iterator>
 #include <set>
 #include <sstream>
 #include <string>
@@ -32,9 +30,18 @@ namespace {
 using namespace std::chrono_literals;
 using steady = std::chrono::steady_clock;
 
+// The whole file, or what could be read of it: a /proc entry whose process exits while it
+// is read fails with ESRCH (which std::ifstream turns into an exception).
 std::string read_file(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  std::string out;
+  const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return out;
+  char buffer[4096];
+  ssize_t n = 0;
+  while ((n = ::read(fd, buffer, sizeof buffer)) > 0)
+    out.append(buffer, static_cast<std::size_t>(n));
+  ::close(fd);
+  return out;
 }
 
 // Running and not a zombie (a rank reparented to a PID 1 that does not reap stays a zombie).

@@ -3,7 +3,11 @@
 // Each rank gets RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR=127.0.0.1, a
 // free MASTER_PORT, KEEL_COMM_JOB (the job id that prefixes its shared-memory segments) and
 // KEEL_STORE_SECRET (the parent's when set, else 32 fresh random hex digits: the secret that
-// authenticates the ranks to rank 0's TCP store), on top of the parent's environment.
+// authenticates the ranks to rank 0's TCP store), on top of the parent's environment; and the
+// rest of what torchrun sets on one node (GROUP_RANK=0, GROUP_WORLD_SIZE=1, ROLE_RANK,
+// ROLE_WORLD_SIZE, ROLE_NAME, TORCHELASTIC_RUN_ID, _RESTART_COUNT, _MAX_RESTARTS, and
+// OMP_NUM_THREADS=1 for more than one rank unless the parent sets it), so that torch
+// scripts run under it as under torchrun.
 // wait() returns when every rank exited; when one fails (non-zero exit or signal) the others
 // get `grace` to notice and exit on their own, then SIGKILL. After the job, any
 // /dev/shm/keel-<job>-* segment left behind by a killed rank is removed. wait() can also
