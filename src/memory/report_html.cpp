@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <optional>
@@ -22,6 +21,7 @@
 
 #include "keel/core/bytes.hpp"
 #include "keel/core/error.hpp"
+#include "keel/core/output_file.hpp"
 #include "keel/core/xml_escape.hpp"
 #include "keel/memory/callsites.hpp"
 
@@ -1024,11 +1024,7 @@ void write_html_report(const std::string& path, const snapshot& snap,
   // The page is made first, so a malformed analysis leaves no half-written file behind.
   std::ostringstream page;
   write_html_report(page, snap, analysis, options);
-  std::ofstream out(path, std::ios::binary);
-  if (!out) throw io_error(fmt::format("{}: cannot write the HTML report", path));
-  out << page.view();
-  out.close();
-  if (!out) throw io_error(fmt::format("{}: writing the HTML report failed", path));
+  write_output_file(path, page.view());
 }
 
 }  // namespace keel::memory

@@ -1,5 +1,6 @@
 // Snapshot reader: the plain-value tree (pickle or JSON) -> keel::memory::snapshot.
 #include "keel/core/error.hpp"
+#include "keel/core/input_file.hpp"
 #include "keel/memory/allocator_config.hpp"
 #include "keel/memory/backend.hpp"
 #include "keel/memory/pickle.hpp"
@@ -14,7 +15,6 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <iterator>
 #include <limits>
 #include <unordered_map>
@@ -591,21 +591,7 @@ snapshot parse_snapshot_json(std::string_view text, std::string_view source) {
 }
 
 snapshot read_snapshot(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw io_error(fmt::format("cannot open '{}': {}", path, std::strerror(errno)));
-  std::string data;
-  in.seekg(0, std::ios::end);
-  const std::streamoff size = in.tellg();
-  in.seekg(0, std::ios::beg);
-  if (size > 0) {  // one read of the whole file; a pipe or special file reads as a stream
-    data.resize(static_cast<std::size_t>(size));
-    in.read(data.data(), size);
-    data.resize(static_cast<std::size_t>(in.gcount()));
-  } else {
-    in.clear();
-    data.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  }
-  if (in.bad()) throw io_error(fmt::format("cannot read '{}'", path));
+  const std::string data = read_input_file(path);
   // JSON starts with '{' or '[' (after whitespace); neither byte, nor whitespace, is a
   // pickle opcode, and a pickle of protocol 2+ starts with PROTO (0x80).
   std::size_t i = 0;

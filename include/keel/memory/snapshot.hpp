@@ -151,11 +151,12 @@ struct snapshot {
 std::string_view to_string(trace_action action) noexcept;
 std::string_view to_string(block_state state) noexcept;
 
-// Reads a snapshot file, pickle or JSON (told apart by content). Throws keel::io_error when
-// the file cannot be read and keel::parse_error (with the byte offset or line:column, and
-// the place in the structure, e.g. "segments[3].blocks[2]") when it is not a snapshot.
-// Unknown keys are ignored; an unknown trace action or block state is an error. Pickles go
-// through pickle::parse (include/keel/memory/pickle.hpp) with its default limits.
+// Reads a snapshot file, pickle or JSON (told apart by content), through read_input_file
+// (keel/core/input_file.hpp: a regular file only, at most KEEL_MAX_INPUT_BYTES). Throws
+// keel::io_error when the file cannot be read and keel::parse_error (with the byte offset or
+// line:column, and the place in the structure, e.g. "segments[3].blocks[2]") when it is not a
+// snapshot. Unknown keys are ignored; an unknown trace action or block state is an error. Pickles
+// go through pickle::parse (include/keel/memory/pickle.hpp) with its default limits.
 //
 // Storage grows in proportion to the input: the pickle's memo can make one dict appear many
 // times, and the typed snapshot would hold a copy per appearance, so the conversion has a
