@@ -38,6 +38,22 @@ py::object to_python(const nlohmann::json& j) {
   return py::none();
 }
 
+py::object to_python(const nlohmann::ordered_json& j) {
+  switch (j.type()) {
+    case nlohmann::ordered_json::value_t::array: {
+      py::list out(j.size());
+      for (std::size_t i = 0; i < j.size(); ++i) out[i] = to_python(j[i]);
+      return out;
+    }
+    case nlohmann::ordered_json::value_t::object: {
+      py::dict out;  // insertion-ordered, as the document
+      for (const auto& [key, value] : j.items()) out[py::str(key)] = to_python(value);
+      return out;
+    }
+    default: return to_python(nlohmann::json(j));  // a scalar: no order to keep
+  }
+}
+
 }  // namespace keel::python
 
 PYBIND11_MODULE(_keel, m) {
@@ -50,6 +66,21 @@ PYBIND11_MODULE(_keel, m) {
   kp::register_mem(mem);
   auto rand = m.def_submodule("rand", "keel::random: cuRAND's host generators, bit for bit");
   kp::register_rand(rand);
+  auto kv = m.def_submodule(
+      "kv", "keel::kv: request traces, keel kv replay / sweep, the KV-cache block pool");
+  kp::register_kv(kv);
+  auto perf = m.def_submodule(
+      "perf",
+      "keel::perf: roofline of kernels, LLMs and ONNX graphs (keel perf op / explain / "
+      "llm / model / calibrate)");
+  kp::register_perf(perf);
+  auto gpus = m.def_submodule("gpus",
+                              "keel::perf's GPU database: keel gpus list / show / "
+                              "compare / support / pick");
+  kp::register_gpus(gpus);
+  auto comm = m.def_submodule(
+      "comm", "keel::comm: collectives among processes on numpy arrays (Communicator.from_env)");
+  kp::register_comm(comm);
 
   m.def("parse_size", &keel::parse_size, pybind11::arg("text"),
         "Bytes in a size such as '24GiB' or '512MB' (powers of 1024).");
