@@ -14,7 +14,7 @@ packages=(
   # Python module and Python-side tests (Debian's own python3)
   python3 python3-dev pybind11-dev python3-pytest python3-numpy python3-pandas
   python3-setuptools python3-pip python3-venv
-  python3-torch python3-torchvision python3-onnx
+  python3-torch python3-torchvision python3-onnx libtorch-dev
   # OpenCL on the CPU
   pocl-opencl-icd ocl-icd-opencl-dev opencl-headers
   # peers for side-by-side benchmarks and tests
