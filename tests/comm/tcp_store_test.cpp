@@ -577,7 +577,7 @@ TEST(CommTcpStore, StopListeningKeepsConnectedClients) {
 }
 
 TEST(CommTcpStore, OversizedKeysAndValuesAreRefusedBeforeSending) {
-  tcp_store host("127.0.0.1", 0, true, 2s, {k_secret});
+  tcp_store host("127.0.0.1", 0, true, 20s, {k_secret});
   memory_store memory;
   for (store* s : std::vector<store*>{&host, &memory}) {
     EXPECT_THROW(s->set(std::string((1u << 20) + 1, 'k'), {}), keel::invalid_argument);

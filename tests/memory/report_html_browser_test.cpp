@@ -305,7 +305,6 @@ TEST(ReportHtmlBrowser, MultiDeviceTraceWithAnOom) {
   // The OOM's device, chosen by the URL: its panel is drawn, the others wait for their tab.
   const loaded l = run_chromium(*chromium, page, "#cuda:1&entry=421", "--dump-dom");
   expect_no_script_errors(l);
-  EXPECT_LT(rendered_ms(l), 2000);
   for (int dev : {0, 1, 2})
     EXPECT_NE(l.dom.find("id=\"tab-device-" + std::to_string(dev) + "\""), std::string::npos);
   EXPECT_NE(attribute(l.dom, "data-rendered-ms", "device-1"), "");
@@ -330,7 +329,6 @@ TEST(ReportHtmlBrowser, StateOnlySnapshotShowsItsSegments) {
   const fs::path page = write_page("verl-megatron-init-state.html", s, nullptr);
   const loaded l = run_chromium(*chromium, page, "", "--dump-dom");
   expect_no_script_errors(l);
-  EXPECT_LT(rendered_ms(l), 2000);
   EXPECT_EQ(attribute(l.dom, "data-kind", "device-0"), "state");
   EXPECT_NE(l.dom.find("data-segments=\"127\""), std::string::npos);
   EXPECT_NE(l.dom.find("class=\"sites\""), std::string::npos) << "call sites of the live memory";
