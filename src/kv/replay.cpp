@@ -15,7 +15,7 @@ namespace keel::kv {
 namespace {
 
 std::size_t blocks_of(const trace& t, const trace_request& r) {
-  return (r.input_length + t.block_size - 1) / t.block_size;
+  return r.input_length / t.block_size + (r.input_length % t.block_size != 0);
 }
 
 // Room for every block the trace ever names, plus one request's private blocks.
@@ -149,7 +149,6 @@ replay_result replay_once(const trace& t, const replay_options& options) {
   std::uint64_t rejected_blocks = 0;
   std::vector<sequence> held(options.hold ? t.requests.size() : 0);
   std::priority_queue<running, std::vector<running>, std::greater<>> active;
-  std::size_t held_blocks = 0;
   for (std::size_t i = 0; i < t.requests.size(); ++i) {
     const trace_request& r = t.requests[i];
     request_hints hints;
@@ -167,7 +166,6 @@ replay_result replay_once(const trace& t, const replay_options& options) {
     }
     const auto now = static_cast<double>(r.timestamp_ms);
     while (!active.empty() && active.top().finish_ms <= now) {
-      held_blocks -= held[active.top().id].blocks.size();
       pool.release(held[active.top().id]);
       active.pop();
     }
@@ -184,8 +182,10 @@ replay_result replay_once(const trace& t, const replay_options& options) {
         (static_cast<double>(r.input_length) - hit) / options.model.prefill_tokens_per_s * 1000.0;
     const double decode_ms =
         static_cast<double>(r.output_length) * options.model.decode_ms_per_token;
-    held_blocks += seq->blocks.size();
-    result.peak_held_blocks = std::max(result.peak_held_blocks, held_blocks);
+    // Distinct blocks referenced now: a prefix shared by running requests is one set of blocks
+    // (summing each request's blocks counted it once per request, past the pool's size).
+    result.peak_held_blocks =
+        std::max(result.peak_held_blocks, pool.num_blocks() - pool.free_blocks());
     held[i] = std::move(*seq);
     active.push({now + prefill_ms + decode_ms, i});
   }

@@ -7,12 +7,13 @@
 #   - bounded memory: the run's peak RSS (GNU time's %M) below KEEL_HOSTILE_MAX_RSS_MB
 #     (default 1024);
 #   - no output left behind: no 0-byte or half file, no ".NAME.keel-tmp.*" temporary.
-# Inputs: /dev/zero, /dev/urandom, a FIFO without a writer, /proc/self/mem, a directory, a
-# missing path, an empty file, garbage bytes, a sparse file above the input limit, for every
-# file a command reads (and the environment variables that name files). Options: every
-# numeric option that `--help` of each command lists, with -1, 2^64, a 23-digit number, nan,
-# inf, -inf, 1e400 and a word. Capacities far above what the input needs. Outputs: /dev/full,
-# a directory, a missing directory, a read-only directory, and two writers of one path.
+# Inputs: /dev/zero, /dev/urandom, /dev/null, a FIFO without a writer, /proc/self/mem, a
+# directory, a missing path, an empty file, garbage bytes, a sparse file above the input
+# limit, for every file a command reads (and the environment variables that name files).
+# Options: every numeric option that `--help` of each command lists, with -1, 2^64, a 23-digit
+# number, nan, inf, -inf, 1e400 and a word. Capacities far above what the input needs.
+# Outputs: /dev/full, a directory, a missing directory, a read-only directory, and two writers
+# of one path.
 #
 # Hook for other suites: every tests/hostile/cases.d/*.sh (and every *.sh in the directories
 # named by KEEL_HOSTILE_CASES_DIRS, ':'-separated, and in extra arguments) is sourced after
@@ -140,8 +141,8 @@ printf '{"hidden_size": "lots", "num_hidden_layers": -3}\n' >"$tmp/garbage.json"
 truncate -s 9G "$tmp/sparse-9g" 2>/dev/null || : >"$tmp/sparse-9g"
 truncate -s 2M "$tmp/sparse-2m"
 
-special_inputs=(/dev/zero /dev/urandom "$fifo" /proc/self/mem "$tmp/dir" "$tmp/no-such-file"
-                "$tmp/sparse-9g")
+special_inputs=(/dev/zero /dev/urandom /dev/null "$fifo" /proc/self/mem "$tmp/dir"
+                "$tmp/no-such-file" "$tmp/sparse-9g")
 garbage_inputs=("$tmp/empty" "$tmp/garbage.bin" "$tmp/garbage.txt" "$tmp/garbage.json")
 
 # ---- 1. special files and garbage for every file a command reads -----------------------

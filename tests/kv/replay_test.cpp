@@ -169,6 +169,21 @@ TEST(Replay, TokenTraceReusesItsOwnPrefixes) {
   EXPECT_DOUBLE_EQ(r.hit_rate_tokens, 8.0 / 19.0);
 }
 
+// Found by the trace fuzzer: two running requests sharing a prefix were counted as holding
+// their shared blocks twice, so peak_held_blocks exceeded the cache (5 of 4 blocks here).
+TEST(Replay, HeldBlocksCountSharedPrefixesOnce) {
+  std::istringstream in(
+      "{\"timestamp\": 0, \"tokens\": [1, 2, 3, 4, 5, 6, 7, 8, 9], \"output_length\": 100}\n"
+      "{\"timestamp\": 1, \"tokens\": [1, 2, 3, 4, 5, 6, 7, 8, 10], \"output_length\": 100}\n");
+  const trace t = parse_trace(in, "shared.jsonl", 4);
+  replay_options o;
+  o.hold = true;
+  o.capacity_blocks = 4;
+  const replay_result r = replay(t, o);
+  EXPECT_EQ(r.rejected, 0u);
+  EXPECT_EQ(r.peak_held_blocks, 4u);  // two shared full blocks + one partial block each
+}
+
 TEST(Replay, ParsesCapacities) {
   EXPECT_EQ(parse_capacity("inf", 512), std::nullopt);
   EXPECT_EQ(parse_capacity("3M", 512), 5859u);

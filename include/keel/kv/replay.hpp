@@ -49,7 +49,7 @@ struct replay_result {
   double infinite_hit_rate_tokens = 0;
   std::uint64_t evictions = 0;
   std::size_t rejected = 0;          // hold mode: requests that found no room
-  std::size_t peak_held_blocks = 0;  // hold mode: most blocks referenced at once
+  std::size_t peak_held_blocks = 0;  // hold mode: most distinct blocks referenced at once
   double elapsed_ms = 0;             // the replay itself (trace already loaded)
 };
 
