@@ -28,8 +28,9 @@
 //   another call is delivering at that moment (it then delivers them, and this call may
 //   return first) or the call was made by the tracker itself (delivered after the tracker
 //   returns). An entry goes to the tracker attached when it was made.
-// - Out-of-memory observers run on the failing thread after the oom entry has been
-//   delivered, before allocate() throws; they may run on several threads at once.
+// - Out-of-memory observers run on the failing thread before allocate() throws, after the
+//   oom entry has been delivered (or handed to the call delivering at that moment); they may
+//   run on several threads at once.
 // - Trackers and observers must not throw: what they throw is logged and dropped. What a
 //   free-memory callback throws propagates out of allocate(), the allocator intact.
 // - The backend is called under the allocator lock, except the segment allocation when
