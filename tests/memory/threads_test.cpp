@@ -174,8 +174,10 @@ TEST_P(AllocatorThreads, ConcurrentAllocateFreeKeepsBlocksDisjointAndInvariantsT
 INSTANTIATE_TEST_SUITE_P(
     BackendsAndPolicies, AllocatorThreads,
     ::testing::Values(params{"sim", "policy:pytorch"}, params{"sim", "policy:keel"},
-                      params{"sim", "expandable_segments:True"}, params{"host", "policy:pytorch"},
-                      params{"host", "policy:keel"}),
+                      params{"sim", "expandable_segments:True"},
+                      params{"sim", "release_lock_on_cudamalloc:True"},
+                      params{"host", "policy:pytorch"}, params{"host", "policy:keel"},
+                      params{"host", "release_lock_on_cudamalloc:True"}),
     name_of);
 
 }  // namespace

@@ -108,7 +108,9 @@ struct allocator_config {
   double garbage_collection_threshold = 0.0;
   std::array<std::size_t, k_intervals> roundup_power2_divisions{};
   bool expandable_segments = false;
-  bool release_lock_on_malloc = false;  // accepted for compatibility; no effect on memory
+  // release_lock_on_cudamalloc: the device allocation of a plain segment runs with the
+  // allocator lock released (caching_allocator.hpp); no effect on memory or on a replay.
+  bool release_lock_on_malloc = false;
   // backend:cudaMallocAsync: CUDA's stream-ordered allocator replaces the caching allocator.
   // Accepted and kept, not modelled: see replay_limitation().
   bool cuda_malloc_async = false;

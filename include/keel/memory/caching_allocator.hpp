@@ -14,8 +14,32 @@
 // reserved memory follows the pages live blocks actually touch (docs/memory.md has the design
 // and measurements).
 //
-// Thread-safety: every public function may be called concurrently; one mutex serialises
-// them. Ownership: the allocator borrows its backend, which must outlive it; the destructor
+// Thread-safety: every public function except the destructor may be called concurrently;
+// one mutex, the allocator lock, serialises them. The lock contract:
+// - User code never runs under the lock. Free-memory callbacks, the trace tracker and
+//   out-of-memory observers are called with it released, so they may call any public
+//   function of this allocator (a callback that frees a block or calls empty_cache() is the
+//   natural use); only the destructor is off limits.
+// - Free-memory callbacks run on the allocating thread, in registration order, when no cached
+//   block fits; other threads may allocate and free meanwhile, and the cache is searched again
+//   under the lock once they return.
+// - Trace entries are delivered to the tracker one at a time (never concurrently), in the
+//   order the allocator made them. A call's entries are delivered before it returns, unless
+//   another call is delivering at that moment (it then delivers them, and this call may
+//   return first) or the call was made by the tracker itself (delivered after the tracker
+//   returns). An entry goes to the tracker attached when it was made.
+// - Out-of-memory observers run on the failing thread before allocate() throws, after the
+//   oom entry has been delivered (or handed to the call delivering at that moment); they may
+//   run on several threads at once.
+// - Trackers and observers must not throw: what they throw is logged and dropped. What a
+//   free-memory callback throws propagates out of allocate(), the allocator intact.
+// - The backend is called under the allocator lock, except the segment allocation when
+//   release_lock_on_cudamalloc is set (PyTorch's rule), which runs with the allocator lock
+//   released; a second lock taken only around backend calls keeps the backend serialised
+//   (backends are not thread-safe). Mapping and unmapping pages of expandable segments stays
+//   under the allocator lock: the pages' blocks are linked with free neighbours that a
+//   concurrent free would coalesce with.
+// Ownership: the allocator borrows its backend, which must outlive it; the destructor
 // returns every segment (live blocks included) to the backend. allocate() throws
 // keel::out_of_memory (a std::bad_alloc) with an explanation of where the memory is;
 // deallocate() never throws. Addresses are device addresses as integers.
@@ -70,6 +94,17 @@ struct memory_usage {
   std::size_t requested = 0;  // bytes the program asked for in those blocks
 };
 
+// What an out-of-memory observer is told (PyTorch's OutOfMemoryObserver arguments, and the
+// stream).
+struct out_of_memory_info {
+  int device = 0;
+  std::size_t size = 0;          // the segment size that could not be obtained
+  std::size_t device_total = 0;  // the device's capacity, or the memory fraction's cap when set
+  std::size_t device_free = 0;   // what the backend reports free
+  stream_id stream = 0;
+};
+using out_of_memory_observer = std::function<void(const out_of_memory_info&)>;
+
 class caching_allocator {
  public:
   // `device` only labels snapshots and messages. The config is the caller's: a bare
@@ -99,9 +134,12 @@ class caching_allocator {
   void empty_cache();
   // Caps reserved memory at fraction * capacity. Throws invalid_argument unless 0 <= f <= 1.
   void set_memory_fraction(double fraction);
-  // Called (in order) when no cached block fits, before the device is asked; return true when
-  // memory was freed (PyTorch's FreeMemoryCallback).
+  // Called (in order, with the allocator lock released) when no cached block fits, before the
+  // device is asked; return true when memory was freed (PyTorch's FreeMemoryCallback).
   void add_free_memory_callback(std::function<bool()> callback);
+  // Called (in order of attachment, with the lock released) when allocate() is about to throw
+  // out_of_memory (PyTorch's attachOutOfMemoryObserver).
+  void attach_out_of_memory_observer(out_of_memory_observer observer);
 
   memory_stats stats() const;
   void reset_peak_stats();
@@ -131,8 +169,8 @@ class caching_allocator {
 
   memory_usage usage() const;
 
-  // Calls `tracker` with every allocator event as it happens (PyTorch's
-  // attachAllocatorTraceTracker); an empty function detaches it.
+  // Calls `tracker` with every allocator event (PyTorch's attachAllocatorTraceTracker), with
+  // the lock released, in order, as the contract above says; an empty function detaches it.
   void attach_trace_tracker(std::function<void(const trace_entry&)> tracker);
 
   // Checks every internal invariant (blocks tile segments, pools agree with blocks, stats
