@@ -1,5 +1,6 @@
 """Shared fixtures: where the repository, the build and the shared traces are."""
 
+import json
 import os
 import pathlib
 import subprocess
@@ -28,3 +29,18 @@ def traces():
 
 def run_cli(exe, *args):
     return subprocess.run([exe, *map(str, args)], capture_output=True, text=True)
+
+
+def cli_json(exe, *args):
+    """The --json document of a keel command that must succeed."""
+    r = run_cli(exe, *args, "--json")
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def cli_error(exe, *args):
+    """The one-line message of a keel command that must fail with exit 2."""
+    r = run_cli(exe, *args)
+    assert r.returncode == 2, r.stdout
+    assert r.stderr.startswith("keel: ") and r.stderr.count("\n") == 1, r.stderr
+    return r.stderr[len("keel: "):].rstrip("\n")

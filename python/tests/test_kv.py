@@ -7,7 +7,7 @@ import random
 import pytest
 
 import keel
-from conftest import SOURCE, run_cli
+from conftest import SOURCE, cli_error, cli_json
 
 MOONCAKE = SOURCE.parent / "shared" / "traces" / "kvcache" / "mooncake-synthetic.jsonl"
 TIMES = ("elapsed_ms", "load_ms")
@@ -19,19 +19,6 @@ def without_times(doc):
     if isinstance(doc, list):
         return [without_times(v) for v in doc]
     return doc
-
-
-def cli_json(exe, *args):
-    r = run_cli(exe, *args, "--json")
-    assert r.returncode == 0, r.stderr
-    return json.loads(r.stdout)
-
-
-def cli_error(exe, *args):
-    r = run_cli(exe, *args)
-    assert r.returncode == 2, r.stdout
-    assert r.stderr.startswith("keel: ") and r.stderr.count("\n") == 1, r.stderr
-    return r.stderr[len("keel: "):].rstrip("\n")
 
 
 @pytest.fixture(scope="module")

@@ -6,22 +6,9 @@ import math
 import pytest
 
 import keel
-from conftest import SOURCE, run_cli
+from conftest import SOURCE, cli_error, cli_json
 
 DATA = SOURCE / "tests" / "data" / "perf"
-
-
-def cli_json(exe, *args):
-    r = run_cli(exe, *args, "--json")
-    assert r.returncode == 0, r.stderr
-    return json.loads(r.stdout)
-
-
-def cli_error(exe, *args):
-    r = run_cli(exe, *args)
-    assert r.returncode == 2, r.stdout
-    assert r.stderr.startswith("keel: ") and r.stderr.count("\n") == 1, r.stderr
-    return r.stderr[len("keel: "):].rstrip("\n")
 
 
 # (CLI arguments after `op KIND` / `explain KIND`, the same as Python arguments)

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <limits>
 
+#include "error_message.hpp"
 #include "keel/core/error.hpp"
 #include "kv_test_util.hpp"
 
@@ -18,14 +19,7 @@ const timed_trace& mooncake() {
   return t;
 }
 
-std::string message_of(const auto& f) {
-  try {
-    f();
-  } catch (const keel::invalid_argument& e) {
-    return e.what();
-  }
-  return "";
-}
+using keel::test::message_of;
 
 TEST(KvReport, ReplayDocumentHasTheCliKeysInOrder) {
   replay_request r;

@@ -4,6 +4,7 @@
 
 #include <limits>
 
+#include "error_message.hpp"
 #include "keel/core/error.hpp"
 #include "keel/perf/gpu_compare.hpp"
 #include "keel/perf/gpu_database.hpp"
@@ -16,14 +17,7 @@ using nlohmann::json;
 
 const gpu_database& db() { return gpu_database::builtin(); }
 
-std::string message_of(const auto& f) {
-  try {
-    f();
-  } catch (const keel::invalid_argument& e) {
-    return e.what();
-  }
-  return "";
-}
+using keel::test::message_of;
 
 TEST(GpuReport, AGpuDocumentHasEveryFieldAndItsSources) {
   const json j = to_json(db().at("h100-sxm"));

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <limits>
 
+#include "error_message.hpp"
 #include "keel/core/error.hpp"
 
 namespace keel::perf {
@@ -16,14 +17,7 @@ using nlohmann::json;
 
 const std::string data_dir = std::string(KEEL_SOURCE_DIR) + "/tests/data/perf/";
 
-std::string message_of(const auto& f) {
-  try {
-    f();
-  } catch (const keel::invalid_argument& e) {
-    return e.what();
-  }
-  return "";
-}
+using keel::test::message_of;
 
 op_request gemm(double m, double n, double k) {
   op_request r;

@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <memory_resource>
 #include <mutex>
@@ -38,6 +39,14 @@
 #include "trace_ring.hpp"
 
 namespace keel::memory {
+
+// fraction * bytes as a size, saturating (a double at or above 2^64 does not convert).
+inline std::size_t scaled(double fraction, std::size_t bytes) {
+  const double v = fraction * static_cast<double>(bytes);
+  if (!(v > 0.0)) return 0;
+  if (v >= 18446744073709551616.0) return std::numeric_limits<std::size_t>::max();
+  return static_cast<std::size_t>(v);
+}
 
 class caching_allocator::impl {
  public:

@@ -19,14 +19,6 @@
 namespace keel::memory {
 namespace {
 
-// fraction * bytes as a size, saturating (a double at or above 2^64 does not convert).
-std::size_t scaled(double fraction, std::size_t bytes) {
-  const double v = fraction * static_cast<double>(bytes);
-  if (!(v > 0.0)) return 0;
-  if (v >= 18446744073709551616.0) return std::numeric_limits<std::size_t>::max();
-  return static_cast<std::size_t>(v);
-}
-
 std::int64_t now_us() {
   return std::chrono::duration_cast<std::chrono::microseconds>(
              std::chrono::system_clock::now().time_since_epoch())

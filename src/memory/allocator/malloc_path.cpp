@@ -10,16 +10,6 @@
 #include "keel/core/check.hpp"
 
 namespace keel::memory {
-namespace {
-
-std::size_t scaled(double fraction, std::size_t bytes) {
-  const double v = fraction * static_cast<double>(bytes);
-  if (!(v > 0.0)) return 0;
-  if (v >= 18446744073709551616.0) return std::numeric_limits<std::size_t>::max();
-  return static_cast<std::size_t>(v);
-}
-
-}  // namespace
 
 bool caching_allocator::impl::get_free_block(alloc_params& p) {
   block_pool& pool = *p.pool;
