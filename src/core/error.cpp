@@ -6,8 +6,8 @@ namespace keel {
 
 parse_error::parse_error(const std::string& source, std::size_t line, std::size_t column,
                          const std::string& message)
-    : parse_error(fmt::format("{}:{}:{}: {}", source, line, column, message), source, line,
-                  column, 0, message) {}
+    : parse_error(fmt::format("{}:{}:{}: {}", source, line, column, message), source, line, column,
+                  0, message) {}
 
 parse_error parse_error::in_text(const std::string& source, std::string_view text,
                                  std::size_t offset, const std::string& message) {
@@ -25,8 +25,8 @@ parse_error parse_error::in_text(const std::string& source, std::string_view tex
 
 parse_error parse_error::at_offset(const std::string& source, std::uint64_t offset,
                                    const std::string& message) {
-  return parse_error(fmt::format("{}: byte {}: {}", source, offset, message), source, 0, 0,
-                     offset, message);
+  return parse_error(fmt::format("{}: byte {}: {}", source, offset, message), source, 0, 0, offset,
+                     message);
 }
 
 parse_error parse_error::in_object(const std::string& source, const std::string& message) {

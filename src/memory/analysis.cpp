@@ -493,7 +493,8 @@ std::vector<device_replay> replay_devices(const snapshot& snap, const replay_req
   return out;
 }
 
-json to_json(const std::vector<device_replay>& replays, const std::string& trace, const callsite_options& sites) {
+json to_json(const std::vector<device_replay>& replays, const std::string& trace,
+             const callsite_options& sites) {
   json devices = json::array();
   for (const device_replay& r : replays) {
     devices.push_back(to_json(r.result, r.model, sites));
@@ -513,9 +514,11 @@ std::string to_text(const std::vector<device_replay>& replays, const std::string
 }
 
 std::vector<oom_explanation> explain_devices(const snapshot& snap, std::optional<int> device,
-                                             std::optional<std::uint64_t> capacity, const callsite_options& sites) {
+                                             std::optional<std::uint64_t> capacity,
+                                             const callsite_options& sites) {
   std::vector<oom_explanation> out;
-  for (int d : devices_to_analyze(snap, device)) out.push_back(explain_oom(snap, build_trace_model(snap, d), capacity, sites));
+  for (int d : devices_to_analyze(snap, device))
+    out.push_back(explain_oom(snap, build_trace_model(snap, d), capacity, sites));
   return out;
 }
 

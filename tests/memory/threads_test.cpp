@@ -78,8 +78,9 @@ class interval_registry {
 
 std::size_t random_size(std::mt19937_64& rng) {
   switch (rng() % 16) {
-    case 0: return 1 + rng() % (12u << 20);          // large: 20 MiB segments and 2 MiB rounding
-    case 1: case 2: return (1u << 20) + rng() % (1u << 20);  // just above the small pool
+    case 0: return 1 + rng() % (12u << 20);  // large: 20 MiB segments and 2 MiB rounding
+    case 1:
+    case 2: return (1u << 20) + rng() % (1u << 20);  // just above the small pool
     default: return 1 + rng() % (256u << 10);        // small tensors
   }
 }
@@ -113,7 +114,8 @@ TEST_P(AllocatorThreads, ConcurrentAllocateFreeKeepsBlocksDisjointAndInvariantsT
       if (real_memory) {
         std::uint64_t head = 0, tail = 0;
         std::memcpy(&head, reinterpret_cast<const void*>(b.address), sizeof head);
-        std::memcpy(&tail, reinterpret_cast<const void*>(b.address + b.size - sizeof tail), sizeof tail);
+        std::memcpy(&tail, reinterpret_cast<const void*>(b.address + b.size - sizeof tail),
+                    sizeof tail);
         if (head != b.signature || tail != b.signature) corrupted = true;
       }
       registry.erase(b.address);
@@ -130,10 +132,12 @@ TEST_P(AllocatorThreads, ConcurrentAllocateFreeKeepsBlocksDisjointAndInvariantsT
       const stream_id stream = static_cast<stream_id>(rng() % 3);  // three shared streams
       const std::uint64_t address = alloc.allocate(size, stream);
       registry.insert(address, size);
-      const std::uint64_t signature = (static_cast<std::uint64_t>(t) << 56) | static_cast<std::uint64_t>(op);
+      const std::uint64_t signature =
+          (static_cast<std::uint64_t>(t) << 56) | static_cast<std::uint64_t>(op);
       if (real_memory) {
         std::memcpy(reinterpret_cast<void*>(address), &signature, sizeof signature);
-        std::memcpy(reinterpret_cast<void*>(address + size - sizeof signature), &signature, sizeof signature);
+        std::memcpy(reinterpret_cast<void*>(address + size - sizeof signature), &signature,
+                    sizeof signature);
       }
       if (rng() % 8 == 0) alloc.record_stream(address, stream + 1);  // a cross-stream use
       live.push_back({address, size, signature});
@@ -147,7 +151,8 @@ TEST_P(AllocatorThreads, ConcurrentAllocateFreeKeepsBlocksDisjointAndInvariantsT
   std::string concurrent_error;
   while (running.load() > 0) {  // a reader while the writers run
     const memory_stats s = alloc.stats();
-    if (s.allocated_bytes[k_all].current < 0 || s.reserved_bytes[k_all].current < s.allocated_bytes[k_all].current) {
+    if (s.allocated_bytes[k_all].current < 0 ||
+        s.reserved_bytes[k_all].current < s.allocated_bytes[k_all].current) {
       concurrent_error = "stats out of order";
     }
     std::string e = alloc.check_invariants();
@@ -171,14 +176,15 @@ TEST_P(AllocatorThreads, ConcurrentAllocateFreeKeepsBlocksDisjointAndInvariantsT
   EXPECT_EQ(device->used_bytes(), 0u);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    BackendsAndPolicies, AllocatorThreads,
-    ::testing::Values(params{"sim", "policy:pytorch"}, params{"sim", "policy:keel"},
-                      params{"sim", "expandable_segments:True"},
-                      params{"sim", "release_lock_on_cudamalloc:True"},
-                      params{"host", "policy:pytorch"}, params{"host", "policy:keel"},
-                      params{"host", "release_lock_on_cudamalloc:True"}),
-    name_of);
+INSTANTIATE_TEST_SUITE_P(BackendsAndPolicies, AllocatorThreads,
+                         ::testing::Values(params{"sim", "policy:pytorch"},
+                                           params{"sim", "policy:keel"},
+                                           params{"sim", "expandable_segments:True"},
+                                           params{"sim", "release_lock_on_cudamalloc:True"},
+                                           params{"host", "policy:pytorch"},
+                                           params{"host", "policy:keel"},
+                                           params{"host", "release_lock_on_cudamalloc:True"}),
+                         name_of);
 
 }  // namespace
 }  // namespace keel::memory

@@ -71,7 +71,8 @@ void run_explain(const explain_args& a) {
   const snapshot snap = read_snapshot(a.trace);
   callsite_options sites;
   sites.group_by = parse_callsite_grouping(a.sites_by);
-  const std::vector<oom_explanation> xs = explain_devices(snap, a.device, capacity_option(a.capacity), sites);
+  const std::vector<oom_explanation> xs =
+      explain_devices(snap, a.device, capacity_option(a.capacity), sites);
   if (a.json) {
     print_json(to_json(xs, a.trace));
   } else {

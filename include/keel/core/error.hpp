@@ -64,8 +64,8 @@ class parse_error : public detail::error_of<std::runtime_error> {
   static parse_error in_object(const std::string& source, const std::string& message);
 
   const std::string& source() const noexcept { return source_; }
-  std::size_t line() const noexcept { return line_; }      // 0 for binary input
-  std::size_t column() const noexcept { return column_; }  // 0 for binary input
+  std::size_t line() const noexcept { return line_; }        // 0 for binary input
+  std::size_t column() const noexcept { return column_; }    // 0 for binary input
   std::uint64_t offset() const noexcept { return offset_; }  // 0 for text input
   const std::string& message() const noexcept { return message_; }
 
