@@ -29,7 +29,9 @@ def say(c, *args):
 def collectives():
     with comm.Communicator.from_env(timeout=60) as c:
         r, n = c.rank, c.size
-        assert c.size == int(os.environ["WORLD_SIZE"]) and c.rank == int(os.environ["RANK"])
+        env = os.environ  # keel comm launch / torchrun, or Open MPI's mpirun
+        assert c.size == int(env.get("WORLD_SIZE") or env["OMPI_COMM_WORLD_SIZE"])
+        assert c.rank == int(env.get("RANK") or env["OMPI_COMM_WORLD_RANK"])
         for dtype in DTYPES:
             for count in (0, 1, 7, 1000, 65537):
                 everyone = [data(p, count, dtype) for p in range(n)]

@@ -43,6 +43,28 @@ def test_every_collective_every_dtype(keel_exe, ranks):
     assert r.stdout.count("collectives OK") == ranks, r.stdout
 
 
+def test_every_collective_under_mpirun(tmp_path):
+    """The same ranks started by Open MPI's mpirun: from_env reads OMPI_COMM_WORLD_*, the
+    store is on MASTER_PORT, the secret is forwarded with -x."""
+    import secrets
+    import shutil
+    import socket
+
+    mpirun = shutil.which("mpirun")
+    if not mpirun:
+        pytest.skip("mpirun (openmpi-bin) is not installed")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    e = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "MASTER_ADDR")}
+    e.update(MASTER_PORT=str(port), KEEL_STORE_SECRET=secrets.token_hex(16),
+             PYTHONPATH=os.pathsep.join(p for p in (str(pathlib.Path(keel.__file__).parent.parent), e.get("PYTHONPATH")) if p))
+    cmd = [mpirun, "--allow-run-as-root", "--oversubscribe", "-np", "2", "-x", "MASTER_PORT", "-x",
+           "KEEL_STORE_SECRET", "-x", "PYTHONPATH", sys.executable, str(RANKS), "collectives"]
+    r = ok(subprocess.run(cmd, capture_output=True, text=True, timeout=240, env=e, cwd=tmp_path))
+    assert r.stdout.count("collectives OK") == 2, r.stdout
+
+
 @pytest.mark.parametrize("ranks", [2, 3])
 def test_bad_arrays_and_closed_communicators_raise_naming_the_rank(keel_exe, ranks):
     r = ok(launch(keel_exe, ranks, "errors"))
