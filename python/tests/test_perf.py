@@ -154,6 +154,9 @@ def test_gpus_support_and_pick_equal_the_cli(keel_exe):
         py = keel.gpus.support(name, **{flag[2:]: version})
         assert py.to_dict() == cli_json(keel_exe, "gpus", "support", name, flag, version)
     assert keel.gpus.support("gtx-1050", cuda="13.0").supported is False
+    unknown = keel.gpus.support("gtx-1050", cudnn="8.7")
+    assert unknown.supported is None and unknown.state == "unknown"
+    assert unknown.to_dict() == cli_json(keel_exe, "gpus", "support", "gtx-1050", "--cudnn", "8.7")
     for cli_args, kwargs in (
         (["--budget", "2000", "--need", "fp16", "memory=24GiB"], {"budget": 2000, "need": ["fp16", "memory=24GiB"]}),
         (["--budget", "3000", "--need", "fp64"], {"budget": 3000, "need": "fp64"}),
