@@ -67,7 +67,8 @@ def compare(a, b):
 
 def support(name, cuda=None, cudnn=None):
     """Whether CUDA toolkit `cuda` (or cuDNN release `cudnn`; give one) supports the GPU:
-    keel gpus support NAME --cuda VER --json."""
+    keel gpus support NAME --cuda VER --json. .supported is True, False, or None when the
+    table has no row for the release (.state "unknown", .reason says so)."""
     return Result(_gpus.support(name, cuda, cudnn))
 
 

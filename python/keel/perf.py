@@ -98,13 +98,17 @@ def _dims(dims):
     return list(dims)
 
 
-def model(path, gpu="h100-sxm", dims=None, no_tensor=False, svg=None):
+def model(path, gpu="h100-sxm", dims=None, no_tensor=False, svg=None, assume_one=False):
     """Per-node FLOPs, MACs, bytes and roofline time of an ONNX graph: keel perf model --json.
 
-    dims: values of symbolic dimensions, {"batch": 8} or ["batch=8"] (default 1 each).
+    dims: values of symbolic dimensions, {"batch": 8} or ["batch=8"]. A symbolic dimension
+    without one raises keel.InvalidArgument naming it, unless assume_one (--assume-one) counts
+    it as 1.
     """
+    if not isinstance(assume_one, bool):
+        raise TypeError(f"assume_one must be a bool, not {type(assume_one).__name__}")
     return ModelResult(_perf.model(os.fspath(path), _device(gpu), _dims(dims), no_tensor,
-                                   _optional_path(svg)))
+                                   _optional_path(svg), assume_one))
 
 
 def calibrate(threads=1, seconds=0.3, dram_mib=1024, out=None, name="cpu-local"):

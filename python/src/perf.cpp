@@ -269,19 +269,20 @@ void register_perf(py::module_& m) {
   m.def(
       "model",
       [](const std::string& path, const std::string& gpu, const std::vector<std::string>& dims,
-         bool no_tensor, std::optional<std::string> svg) {
+         bool no_tensor, std::optional<std::string> svg, bool assume_one) {
         kp::model_request r;
         r.path = path;
         r.gpu = gpu;
         r.dims = dims;
+        r.assume_one = assume_one;
         r.tensor = !no_tensor;
         r.svg = svg.value_or("");
         return document([&] { return kp::to_json(kp::run_model(r)); });
       },
       py::arg("path"), py::arg("gpu") = "h100-sxm", py::arg("dims") = std::vector<std::string>{},
-      py::arg("no_tensor") = false, py::arg("svg") = py::none(),
+      py::arg("no_tensor") = false, py::arg("svg") = py::none(), py::arg("assume_one") = false,
       "keel perf model --json: per-node FLOPs, MACs, bytes and time of an ONNX graph; dims are "
-      "'NAME=VALUE' strings.");
+      "'NAME=VALUE' strings; assume_one is --assume-one.");
   m.def(
       "calibrate",
       [](std::int64_t threads, double seconds, double dram_mib, std::optional<std::string> out,

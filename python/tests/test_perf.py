@@ -109,6 +109,19 @@ def test_model_equals_the_cli(keel_exe, tmp_path):
     assert keel.perf.model(DATA / "tiny.onnx").macs == 93184
 
 
+def test_model_dynamic_axes_need_dims_or_assume_one(keel_exe):
+    golden = json.loads((DATA / "gpt-block.golden.json").read_text())
+    path = DATA / "gpt-block.onnx"
+    py = keel.perf.model(path, dims=golden["dims"])
+    assert py.macs == golden["macs"]
+    args = [a for name, value in golden["dims"].items() for a in ("--dim", f"{name}={value}")]
+    assert py.to_dict() == cli_json(keel_exe, "perf", "model", path, *args)
+    with pytest.raises(keel.InvalidArgument, match="batch, sequence"):
+        keel.perf.model(path)
+    assert keel.perf.model(path, assume_one=True).macs == golden["macs_all_one"]
+    assert keel.perf.model(path, assume_one=True).to_dict() == cli_json(keel_exe, "perf", "model", path, "--assume-one")
+
+
 def test_calibrate_writes_a_device_the_models_take(keel_exe, tmp_path):
     device = tmp_path / "here.json"
     doc = keel.perf.calibrate(seconds=0.02, dram_mib=16, out=device, name="here")
@@ -141,6 +154,9 @@ def test_gpus_support_and_pick_equal_the_cli(keel_exe):
         py = keel.gpus.support(name, **{flag[2:]: version})
         assert py.to_dict() == cli_json(keel_exe, "gpus", "support", name, flag, version)
     assert keel.gpus.support("gtx-1050", cuda="13.0").supported is False
+    unknown = keel.gpus.support("gtx-1050", cudnn="8.7")
+    assert unknown.supported is None and unknown.state == "unknown"
+    assert unknown.to_dict() == cli_json(keel_exe, "gpus", "support", "gtx-1050", "--cudnn", "8.7")
     for cli_args, kwargs in (
         (["--budget", "2000", "--need", "fp16", "memory=24GiB"], {"budget": 2000, "need": ["fp16", "memory=24GiB"]}),
         (["--budget", "3000", "--need", "fp64"], {"budget": 3000, "need": "fp64"}),

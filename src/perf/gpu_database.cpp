@@ -303,14 +303,15 @@ support_answer gpu_database::answer(const std::vector<version_row>& rows, const 
   if (!row) {
     std::string known;
     for (const version_row& r : rows) known += (known.empty() ? "" : ", ") + r.label;
-    a.reason = fmt::format("{} {} is not in keel's table (it covers {}); no answer from data", what,
-                           v.str(), known);
+    a.state = support_state::unknown;
+    a.reason = fmt::format("the table has no row for {} {} (it covers {})", what, v.str(), known);
     return a;
   }
   a.sources = row->sources;
   a.note = row->note;
   const std::string range = fmt::format("{} {} supports compute capability {} through {}", what,
                                         row->label, row->min_cc.str(), row->max_cc.str());
+  a.state = support_state::unsupported;
   if (gpu.cc < row->min_cc) {
     a.reason = fmt::format("{}; {} is compute capability {} ({}), which it no longer targets",
                            range, gpu.name, gpu.cc.str(), gpu.arch);
@@ -318,7 +319,7 @@ support_answer gpu_database::answer(const std::vector<version_row>& rows, const 
     a.reason = fmt::format("{}; {} is compute capability {} ({}), which is newer than that release",
                            range, gpu.name, gpu.cc.str(), gpu.arch);
   } else {
-    a.supported = true;
+    a.state = support_state::supported;
     a.reason = fmt::format("{}; {} is compute capability {} ({})", range, gpu.name, gpu.cc.str(),
                            gpu.arch);
     if (!row->note.empty()) a.reason += " (" + row->note + ")";
@@ -406,9 +407,16 @@ support_result check_support(const gpu_database& db, const support_request& r) {
 }
 
 nlohmann::json to_json(const support_result& r) {
-  return {{"supported", r.answer.supported},       {"reason", r.answer.reason},
-          {"source", r.answer.source_text()},      {"gpu", r.gpu->name},
-          {"compute_capability", r.gpu->cc.str()}, {"sources", to_json(r.answer.sources)}};
+  const char* state = r.answer.state == support_state::supported     ? "supported"
+                      : r.answer.state == support_state::unsupported ? "unsupported"
+                                                                     : "unknown";
+  return {{"supported", r.answer.known() ? nlohmann::json(r.answer.supported()) : nullptr},
+          {"state", state},
+          {"reason", r.answer.reason},
+          {"source", r.answer.source_text()},
+          {"gpu", r.gpu->name},
+          {"compute_capability", r.gpu->cc.str()},
+          {"sources", to_json(r.answer.sources)}};
 }
 
 }  // namespace keel::perf

@@ -81,7 +81,8 @@ need parse_need(const gpu_database& db, const std::string& text) {
     const version v = parse_version(value);
     n.check = [&db, v, key](const gpu_spec& g, std::vector<std::string>& why) -> std::string {
       const support_answer a = key == "cuda" ? db.cuda_support(g, v) : db.cudnn_support(g, v);
-      if (!a.supported) return a.reason;
+      if (!a.known()) return "unknown: " + a.reason;
+      if (!a.supported()) return a.reason;
       why.push_back(fmt::format("{} {} supports compute capability {}",
                                 key == "cuda" ? "CUDA" : "cuDNN", v.str(), g.cc.str()));
       return "";

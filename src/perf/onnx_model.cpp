@@ -4,10 +4,12 @@
 #include "keel/core/input_file.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
 
 #include <algorithm>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <numeric>
@@ -115,6 +117,178 @@ std::optional<std::int64_t> int_attr1(const onnx::NodeProto& n, const char* name
   return std::nullopt;
 }
 
+// ---- shape binding and folding -------------------------------------------------------------
+// Exports with dynamic axes compute every reshape target at run time (Shape -> Gather ->
+// Unsqueeze -> Concat -> Reshape), which libonnx's inference does not evaluate. Once the graph
+// inputs have concrete dimensions, such integer subgraphs are constants: fold them into
+// Constant nodes of a working copy and infer again, so the shapes downstream resolve.
+
+using int_values = std::vector<std::int64_t>;
+struct folded {
+  int_values v;
+  bool scalar = false;
+};
+
+std::optional<folded> int_tensor(const onnx::TensorProto& t) {
+  if (t.dims_size() > 1) return std::nullopt;
+  folded f;
+  f.scalar = t.dims_size() == 0;
+  if (t.data_type() == onnx::TensorProto::INT64) {
+    if (t.int64_data_size() > 0) {
+      f.v.assign(t.int64_data().begin(), t.int64_data().end());
+    } else {
+      const std::string& raw = t.raw_data();
+      if (raw.size() % 8 != 0) return std::nullopt;
+      f.v.resize(raw.size() / 8);
+      std::memcpy(f.v.data(), raw.data(), raw.size());
+    }
+  } else if (t.data_type() == onnx::TensorProto::INT32) {
+    if (t.int32_data_size() > 0) {
+      f.v.assign(t.int32_data().begin(), t.int32_data().end());
+    } else {
+      const std::string& raw = t.raw_data();
+      if (raw.size() % 4 != 0) return std::nullopt;
+      std::vector<std::int32_t> w(raw.size() / 4);
+      std::memcpy(w.data(), raw.data(), raw.size());
+      f.v.assign(w.begin(), w.end());
+    }
+  } else {
+    return std::nullopt;
+  }
+  const std::int64_t n = t.dims_size() == 0 ? 1 : t.dims(0);
+  if (static_cast<std::int64_t>(f.v.size()) != n) return std::nullopt;
+  return f;
+}
+
+// One pass over the nodes: every integer node whose inputs are known becomes a Constant.
+// Returns how many nodes it replaced.
+int fold_shape_nodes(onnx::GraphProto& g) {
+  std::unordered_map<std::string, std::vector<std::int64_t>> shapes;  // fully known shapes
+  auto note_shape = [&](const onnx::ValueInfoProto& v) {
+    if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) return;
+    std::vector<std::int64_t> dims;
+    for (const auto& d : v.type().tensor_type().shape().dim()) {
+      if (!d.has_dim_value()) return;
+      dims.push_back(d.dim_value());
+    }
+    shapes[v.name()] = dims;
+  };
+  for (const auto& v : g.input()) note_shape(v);
+  for (const auto& v : g.value_info()) note_shape(v);
+  for (const auto& init : g.initializer())
+    shapes[init.name()] = {init.dims().begin(), init.dims().end()};
+  std::unordered_map<std::string, folded> values;
+  for (const auto& init : g.initializer()) {
+    if (auto f = int_tensor(init)) values[init.name()] = *f;
+  }
+  int replaced = 0;
+  for (onnx::NodeProto& n : *g.mutable_node()) {
+    if (n.output_size() != 1) continue;
+    const std::string& op = n.op_type();
+    auto in = [&](int i) -> const folded* {
+      if (i >= n.input_size() || n.input(i).empty()) return nullptr;
+      auto it = values.find(n.input(i));
+      return it == values.end() ? nullptr : &it->second;
+    };
+    std::optional<folded> out;
+    if (op == "Constant") {
+      for (const auto& a : n.attribute()) {
+        if (a.name() == "value" && a.has_t()) out = int_tensor(a.t());
+      }
+      if (out) values[n.output(0)] = *out;
+      continue;  // already a constant
+    }
+    if (op == "Shape") {
+      auto it = shapes.find(n.input(0));
+      if (it == shapes.end()) continue;
+      const auto rank = static_cast<std::int64_t>(it->second.size());
+      std::int64_t start = int_attr1(n, "start").value_or(0),
+                   end = int_attr1(n, "end").value_or(rank);
+      if (start < 0) start += rank;
+      if (end < 0) end += rank;
+      start = std::clamp<std::int64_t>(start, 0, rank);
+      end = std::clamp<std::int64_t>(end, start, rank);
+      out = folded{{it->second.begin() + start, it->second.begin() + end}, false};
+    } else if (op == "Identity" || op == "Cast") {
+      const folded* a = in(0);
+      const auto to = int_attr1(n, "to");
+      if (!a || (op == "Cast" && to != onnx::TensorProto::INT64 && to != onnx::TensorProto::INT32))
+        continue;
+      out = *a;
+    } else if (op == "Gather") {
+      const folded *a = in(0), *i = in(1);
+      if (!a || !i || a->scalar || int_attr1(n, "axis").value_or(0) != 0) continue;
+      folded f{{}, i->scalar};
+      const auto size = static_cast<std::int64_t>(a->v.size());
+      bool ok = true;
+      for (std::int64_t k : i->v) {
+        if (k < 0) k += size;
+        if (k < 0 || k >= size)
+          ok = false;
+        else
+          f.v.push_back(a->v[static_cast<std::size_t>(k)]);
+      }
+      if (ok) out = f;
+    } else if (op == "Unsqueeze" || op == "Squeeze") {
+      const folded* a = in(0);
+      if (!a) continue;
+      if (op == "Unsqueeze" && a->scalar) out = folded{a->v, false};
+      if (op == "Squeeze" && !a->scalar && a->v.size() == 1) out = folded{a->v, true};
+    } else if (op == "Concat") {
+      folded f;
+      bool ok = n.input_size() > 0;
+      for (int i = 0; i < n.input_size() && ok; ++i) {
+        const folded* a = in(i);
+        ok = a && !a->scalar;
+        if (ok) f.v.insert(f.v.end(), a->v.begin(), a->v.end());
+      }
+      if (ok) out = f;
+    } else if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
+      const folded *a = in(0), *b = in(1);
+      if (!a || !b || (a->v.size() != b->v.size() && a->v.size() != 1 && b->v.size() != 1))
+        continue;
+      folded f{{}, a->scalar && b->scalar};
+      const std::size_t len = std::max(a->v.size(), b->v.size());
+      bool ok = true;
+      for (std::size_t k = 0; k < len; ++k) {
+        const std::int64_t x = a->v[a->v.size() == 1 ? 0 : k], y = b->v[b->v.size() == 1 ? 0 : k];
+        if (op == "Div" && y == 0) ok = false;
+        f.v.push_back(op == "Add"   ? x + y
+                      : op == "Sub" ? x - y
+                      : op == "Mul" ? x * y
+                      : ok          ? x / y
+                                    : 0);
+      }
+      if (ok) out = f;
+    }
+    if (!out) continue;
+    values[n.output(0)] = *out;
+    onnx::NodeProto c;
+    c.set_op_type("Constant");
+    c.set_name(n.name());
+    c.add_output(n.output(0));
+    onnx::AttributeProto* a = c.add_attribute();
+    a->set_name("value");
+    a->set_type(onnx::AttributeProto::TENSOR);
+    onnx::TensorProto* t = a->mutable_t();
+    t->set_data_type(onnx::TensorProto::INT64);
+    if (!out->scalar) t->add_dims(static_cast<std::int64_t>(out->v.size()));
+    for (std::int64_t x : out->v) t->add_int64_data(x);
+    n = std::move(c);
+    ++replaced;
+  }
+  return replaced;
+}
+
+void infer(onnx::ModelProto& model) {
+  try {
+    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(),
+                                       onnx::ShapeInferenceOptions(false, 0, true));
+  } catch (const std::exception& e) {
+    // Keep whatever shapes the file carries; nodes that need a missing shape say so below.
+  }
+}
+
 }  // namespace
 
 onnx_report analyze_onnx(const std::string& path, const gpu_spec& device,
@@ -136,11 +310,68 @@ onnx_report analyze_onnx(const std::string& path, const gpu_spec& device,
   if (model.graph().node_size() == 0) {
     throw parse_error::at_offset(path, 0, "the ONNX graph has no nodes");
   }
-  try {
-    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(),
-                                       onnx::ShapeInferenceOptions(false, 0, true));
-  } catch (const std::exception& e) {
-    // Keep whatever shapes the file carries; nodes that need a missing shape say so below.
+  // --dim values go into the declared shapes before inference, so every inferred shape follows
+  // from them; with assume_one every other symbolic dimension of the inputs is 1.
+  std::set<std::string> input_params;
+  for (const auto& v : model.graph().input()) {
+    for (const auto& d : v.type().tensor_type().shape().dim()) {
+      if (!d.has_dim_value() && d.has_dim_param()) input_params.insert(d.dim_param());
+    }
+  }
+  auto bind = [&](onnx::ValueInfoProto& v, bool input) {
+    if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) return;
+    for (auto& d : *v.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim()) {
+      if (d.has_dim_value()) continue;
+      if (auto it = options.dim_values.find(d.dim_param());
+          d.has_dim_param() && it != options.dim_values.end()) {
+        d.set_dim_value(it->second);
+      } else if (options.assume_one && (input || input_params.contains(d.dim_param()))) {
+        d.set_dim_value(1);
+      }
+    }
+  };
+  for (auto& v : *model.mutable_graph()->mutable_input()) bind(v, true);
+  for (auto& v : *model.mutable_graph()->mutable_value_info()) bind(v, false);
+  for (auto& v : *model.mutable_graph()->mutable_output()) bind(v, false);
+  // Shapes come from a working copy whose integer shape subgraphs are folded into constants;
+  // the nodes counted are the file's own.
+  onnx::ModelProto work = model;
+  infer(work);
+  for (int pass = 0; pass < 16 && fold_shape_nodes(*work.mutable_graph()) > 0; ++pass) infer(work);
+  {
+    // A dimension still without a value would be counted as some guess: refuse unless told.
+    std::set<std::string> unresolved;
+    auto check = [&](const onnx::ValueInfoProto& v) {
+      if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) return;
+      for (const auto& d : v.type().tensor_type().shape().dim()) {
+        if (!d.has_dim_value())
+          unresolved.insert(d.has_dim_param() ? d.dim_param() : "(unnamed, of '" + v.name() + "')");
+      }
+    };
+    for (const auto& v : work.graph().input()) check(v);
+    for (const auto& v : work.graph().value_info()) check(v);
+    for (const auto& v : work.graph().output()) check(v);
+    if (!unresolved.empty() && !options.assume_one) {
+      // The inputs' own names when any is unset (they are what --dim sets, and the rest follow
+      // from them), else the first few others.
+      std::vector<std::string> names;
+      for (const std::string& n : unresolved) {
+        if (input_params.contains(n)) names.push_back(n);
+      }
+      if (names.empty()) {
+        for (const std::string& n : unresolved) {
+          if (names.size() == 4) {
+            names.push_back(fmt::format("and {} more", unresolved.size() - 4));
+            break;
+          }
+          names.push_back(n);
+        }
+      }
+      throw invalid_argument(fmt::format(
+          "{}: the graph has symbolic dimensions without a value: {} (give --dim NAME=N for "
+          "each, or --assume-one to count them as 1)",
+          path, fmt::join(names, ", ")));
+    }
   }
   onnx_report r;
   r.path = path;
@@ -150,6 +381,7 @@ onnx_report analyze_onnx(const std::string& path, const gpu_spec& device,
     if (op.domain().empty() || op.domain() == "ai.onnx") r.opset = op.version();
   }
   const onnx::GraphProto& g = model.graph();
+  const onnx::GraphProto& shaped = work.graph();
 
   std::unordered_map<std::string, tensor_info> tensors;
   std::set<std::string> initializers;
@@ -161,20 +393,15 @@ onnx_report analyze_onnx(const std::string& path, const gpu_spec& device,
     if (tt.has_shape()) {
       t.shape_known = true;
       for (const auto& d : tt.shape().dim()) {
-        if (d.has_dim_value()) {
-          t.dims.push_back(d.dim_value());
-        } else if (d.has_dim_param() && options.dim_values.contains(d.dim_param())) {
-          t.dims.push_back(options.dim_values.at(d.dim_param()));
-        } else {
-          t.dims.push_back(1);  // symbolic and unset: batch-like dimension
-        }
+        // Without a value only under assume_one (refused above otherwise).
+        t.dims.push_back(d.has_dim_value() ? d.dim_value() : 1);
       }
     }
     tensors[v.name()] = t;
   };
-  for (const auto& v : g.input()) from_value(v);
-  for (const auto& v : g.value_info()) from_value(v);
-  for (const auto& v : g.output()) from_value(v);
+  for (const auto& v : shaped.input()) from_value(v);
+  for (const auto& v : shaped.value_info()) from_value(v);
+  for (const auto& v : shaped.output()) from_value(v);
   for (const auto& init : g.initializer()) {
     tensor_info t;
     t.elem_type = init.data_type();

@@ -372,6 +372,7 @@ model_result run_model(const model_request& r) {
   check_input_file(r.path);
   onnx_options o;
   o.tensor = r.tensor;
+  o.assume_one = r.assume_one;
   for (const std::string& d : r.dims) {
     const auto eq = d.find('=');
     const auto value = eq == std::string::npos ? std::nullopt : dimension(d.substr(eq + 1));

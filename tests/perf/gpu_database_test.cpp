@@ -85,31 +85,53 @@ TEST(GpuDatabase, NamesAreForgivingButUnknownNamesSuggest) {
 TEST(GpuSupport, Cuda13DroppedPascalCuda12KeepsIt) {
   const gpu_spec& g = db().at("gtx-1050");
   const support_answer no = db().cuda_support(g, parse_version("13.0"));
-  EXPECT_FALSE(no.supported);
+  EXPECT_FALSE(no.supported());
+  EXPECT_EQ(no.state, support_state::unsupported);
   EXPECT_NE(no.reason.find("7.5"), std::string::npos);
   ASSERT_FALSE(no.sources.empty());
   EXPECT_NE(no.sources[0].url.find("13.0"), std::string::npos);
   const support_answer yes = db().cuda_support(g, parse_version("12.4"));
-  EXPECT_TRUE(yes.supported);
+  EXPECT_TRUE(yes.supported());
   EXPECT_FALSE(yes.sources.empty());
-  EXPECT_TRUE(db().cuda_support(db().at("rtx-2080-ti"), parse_version("13.0")).supported);
-  EXPECT_FALSE(db().cuda_support(db().at("tesla-k80"), parse_version("12.0")).supported);
-  EXPECT_TRUE(db().cuda_support(db().at("tesla-k80"), parse_version("11.8")).supported);
+  EXPECT_TRUE(db().cuda_support(db().at("rtx-2080-ti"), parse_version("13.0")).supported());
+  EXPECT_FALSE(db().cuda_support(db().at("tesla-k80"), parse_version("12.0")).supported());
+  EXPECT_TRUE(db().cuda_support(db().at("tesla-k80"), parse_version("11.8")).supported());
   // Newer than the release: no native support.
-  EXPECT_FALSE(db().cuda_support(db().at("rtx-4090"), parse_version("11.0")).supported);
-  // Outside the table: unsupported, with that said.
+  EXPECT_FALSE(db().cuda_support(db().at("rtx-4090"), parse_version("11.0")).supported());
+  // Outside the table: unknown, never "no".
   const support_answer unknown = db().cuda_support(g, parse_version("5.5"));
-  EXPECT_FALSE(unknown.supported);
-  EXPECT_NE(unknown.reason.find("not in keel's table"), std::string::npos);
+  EXPECT_EQ(unknown.state, support_state::unknown);
+  EXPECT_FALSE(unknown.known());
+  EXPECT_EQ(unknown.reason.rfind("the table has no row for CUDA 5.5", 0), 0u) << unknown.reason;
 }
 
 TEST(GpuSupport, CudnnByVersion) {
   const gpu_spec& g = db().at("gtx-1050");
-  EXPECT_TRUE(db().cudnn_support(g, parse_version("7.6")).supported);
-  EXPECT_TRUE(db().cudnn_support(g, parse_version("8.9")).supported);
-  EXPECT_TRUE(db().cudnn_support(g, parse_version("9.10")).supported);
-  EXPECT_FALSE(db().cudnn_support(g, parse_version("9.12")).supported);
-  EXPECT_FALSE(db().cudnn_support(db().at("gtx-680"), parse_version("9.0")).supported);
+  EXPECT_TRUE(db().cudnn_support(g, parse_version("7.6")).supported());
+  EXPECT_TRUE(db().cudnn_support(g, parse_version("8.9")).supported());
+  EXPECT_TRUE(db().cudnn_support(g, parse_version("9.10")).supported());
+  EXPECT_FALSE(db().cudnn_support(g, parse_version("9.12")).supported());
+  EXPECT_FALSE(db().cudnn_support(db().at("gtx-680"), parse_version("9.0")).supported());
+}
+
+// cuDNN 8.4 and 8.5 (NVIDIA's support matrices: Kepler through Ampere) have rows; a release
+// the table lacks is unknown, not unsupported.
+TEST(GpuSupport, CudnnRowsAndUnknownReleases) {
+  const gpu_spec& g = db().at("gtx-1050");
+  for (const char* v : {"8.4", "8.5"}) {
+    const support_answer a = db().cudnn_support(g, parse_version(v));
+    EXPECT_EQ(a.state, support_state::supported) << v << ": " << a.reason;
+    ASSERT_FALSE(a.sources.empty()) << v;
+    EXPECT_NE(a.sources[0].url.find(std::string("cudnn-8") + v[2] + "0"), std::string::npos);
+  }
+  EXPECT_EQ(db().cudnn_support(db().at("a100-sxm4-80gb"), parse_version("8.4")).state,
+            support_state::supported);
+  EXPECT_EQ(db().cudnn_support(db().at("h100-sxm"), parse_version("8.5")).state,
+            support_state::unsupported);
+  const support_answer u = db().cudnn_support(g, parse_version("8.7"));
+  EXPECT_EQ(u.state, support_state::unknown);
+  EXPECT_EQ(u.reason.rfind("the table has no row for cuDNN 8.7", 0), 0u) << u.reason;
+  EXPECT_TRUE(u.sources.empty());
 }
 
 TEST(GpuPick, RanksWithinBudgetWithReasons) {

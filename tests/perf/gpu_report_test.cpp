@@ -64,19 +64,25 @@ TEST(GpuReport, CompareHasRatiosBOverA) {
 TEST(GpuReport, SupportAsksExactlyOneVersion) {
   support_request r{"gtx-1050", "13.0", ""};
   const support_result no = check_support(db(), r);
-  EXPECT_FALSE(no.answer.supported);
+  EXPECT_FALSE(no.answer.supported());
   const json j = to_json(no);
   EXPECT_EQ(j.at("gpu"), "gtx-1050");
   EXPECT_EQ(j.at("compute_capability"), "6.1");
   EXPECT_NE(j.at("source").get<std::string>().find("CUDA Toolkit 13.0"), std::string::npos);
   r.cuda = "12.4";
-  EXPECT_TRUE(check_support(db(), r).answer.supported);
+  EXPECT_TRUE(check_support(db(), r).answer.supported());
   r.cuda.clear();
   EXPECT_EQ(message_of([&] { check_support(db(), r); }), "give --cuda VER or --cudnn VER");
   r = {"gtx-1050", "12.4", "9.1"};
   EXPECT_EQ(message_of([&] { check_support(db(), r); }), "--cuda excludes --cudnn");
   r = {"gtx-1050", "twelve", ""};
   EXPECT_THROW(check_support(db(), r), keel::invalid_argument);
+  EXPECT_EQ(j.at("supported"), false);
+  EXPECT_EQ(j.at("state"), "unsupported");
+  r = {"gtx-1050", "", "8.7"};
+  const json unknown = to_json(check_support(db(), r));
+  EXPECT_TRUE(unknown.at("supported").is_null());
+  EXPECT_EQ(unknown.at("state"), "unknown");
 }
 
 TEST(GpuReport, PickRequestAndDocument) {

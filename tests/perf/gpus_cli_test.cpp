@@ -36,6 +36,21 @@ TEST(GpusCli, SupportAnswersCiteSources) {
   EXPECT_EQ(text.out.rfind("no: ", 0), 0u) << text.out;
 }
 
+// A release the table has no row for is answered "unknown", never "no"; one it has is cited.
+TEST(GpusCli, SupportWithoutARowIsUnknown) {
+  const process_result text = run_keel({"gpus", "support", "gtx-1050", "--cudnn", "8.7"});
+  EXPECT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_EQ(text.out.rfind("unknown: the table has no row for cuDNN 8.7", 0), 0u) << text.out;
+  const json j = run_json({"gpus", "support", "gtx-1050", "--cudnn", "8.7", "--json"});
+  EXPECT_TRUE(j.at("supported").is_null());
+  EXPECT_EQ(j.at("state"), "unknown");
+  EXPECT_NE(j.at("reason").get<std::string>().find("no row for cuDNN 8.7"), std::string::npos);
+  const json yes = run_json({"gpus", "support", "gtx-1050", "--cudnn", "8.5", "--json"});
+  EXPECT_EQ(yes.at("supported"), true);
+  EXPECT_NE(yes.at("source").get<std::string>().find("cuDNN 8.5.0 Support Matrix"),
+            std::string::npos);
+}
+
 TEST(GpusCli, ShowCompareAndPick) {
   EXPECT_EQ(run_keel({"gpus", "show", "gtx-1050"}).exit_code, 0);
   const json cmp = run_json({"gpus", "compare", "titan-v", "rtx-2080-ti", "--json"});

@@ -5,6 +5,7 @@
 #include "keel/perf/gpu_database.hpp"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <fstream>
@@ -144,6 +145,57 @@ TEST(OnnxModel, DimValuesScaleSymbolicDimensions) {
   onnx_options o;
   o.dim_values["batch"] = 4;
   EXPECT_DOUBLE_EQ(analyze_onnx(data_dir + "tiny.onnx", h100(), o).macs, 93184);
+}
+
+// gpt-block.onnx (make_gpt_block.py): a GPT-2-small decoder block exported with dynamic
+// batch/sequence axes; the golden file holds the closed-form MAC counts.
+nlohmann::json gpt_golden() {
+  std::ifstream in(data_dir + "gpt-block.golden.json");
+  return nlohmann::json::parse(in);
+}
+
+std::string message_of_analyze(const onnx_options& o) {
+  try {
+    analyze_onnx(data_dir + "gpt-block.onnx", h100(), o);
+  } catch (const invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(OnnxModel, DynamicAxesAreBoundBeforeInference) {
+  const nlohmann::json golden = gpt_golden();
+  onnx_options o;
+  for (const auto& [name, value] : golden.at("dims").items()) o.dim_values[name] = value;
+  const onnx_report r = analyze_onnx(data_dir + "gpt-block.onnx", h100(), o);
+  EXPECT_EQ(r.macs, golden.at("macs").get<double>());
+  // Every node's output shape follows from the dims: 2 x 128 x ... wherever a batch is.
+  for (const onnx_node_cost& n : r.nodes) {
+    if (n.kind == "matmul" || n.kind == "attention_matmul") {
+      ASSERT_FALSE(n.output_shape.empty()) << n.name;
+      EXPECT_EQ(n.output_shape[0], 2) << n.name;
+    }
+  }
+  o.assume_one = true;  // changes nothing once every dimension has a value
+  EXPECT_EQ(analyze_onnx(data_dir + "gpt-block.onnx", h100(), o).macs,
+            golden.at("macs").get<double>());
+}
+
+TEST(OnnxModel, UnresolvedDimensionsAreRefusedUnlessAssumedOne) {
+  const nlohmann::json golden = gpt_golden();
+  onnx_options o;
+  const std::string both = message_of_analyze(o);
+  EXPECT_NE(both.find("symbolic dimensions without a value: batch, sequence"), std::string::npos)
+      << both;
+  EXPECT_NE(both.find("--assume-one"), std::string::npos) << both;
+  o.dim_values["batch"] = 2;
+  const std::string one = message_of_analyze(o);
+  EXPECT_NE(one.find("without a value: sequence"), std::string::npos) << one;
+  EXPECT_EQ(one.find("batch"), std::string::npos) << one;
+  o.dim_values.clear();
+  o.assume_one = true;
+  EXPECT_EQ(analyze_onnx(data_dir + "gpt-block.onnx", h100(), o).macs,
+            golden.at("macs_all_one").get<double>());
 }
 
 TEST(OnnxModel, RejectsBadFiles) {

@@ -102,6 +102,23 @@ TEST(PerfCli, ModelJsonContract) {
   EXPECT_TRUE(std::filesystem::exists(svg));
 }
 
+// A dynamic-axes export: exact with --dim, refused (exit 2, naming the dims) without,
+// counted at 1 with --assume-one.
+TEST(PerfCli, ModelDynamicAxesNeedDimOrAssumeOne) {
+  std::ifstream in(data_dir + "gpt-block.golden.json");
+  const json golden = json::parse(in);
+  const std::string file = data_dir + "gpt-block.onnx";
+  const json r =
+      run_json({"perf", "model", file, "--dim", "batch=2", "--dim", "sequence=128", "--json"});
+  EXPECT_EQ(r.at("macs").get<double>(), golden.at("macs").get<double>());
+  const process_result refused = run_keel({"perf", "model", file});
+  EXPECT_EQ(refused.exit_code, 2) << refused.err;
+  EXPECT_EQ(count_lines(refused.err), 1) << refused.err;
+  EXPECT_NE(refused.err.find("batch, sequence"), std::string::npos) << refused.err;
+  const json one = run_json({"perf", "model", file, "--assume-one", "--json"});
+  EXPECT_EQ(one.at("macs").get<double>(), golden.at("macs_all_one").get<double>());
+}
+
 TEST(PerfCli, CalibrateWritesADeviceFileTheModelsTake) {
   const std::string file = std::string(KEEL_BINARY_DIR) + "/perf_calibrate_test.json";
   const process_result c = run_keel({"perf", "calibrate", "--seconds", "0.02", "--dram-mib", "128",

@@ -136,7 +136,8 @@ void add_support(CLI::App* group) {
       print_json(perf::to_json(r));
       return;
     }
-    fmt::print("{}: {}\n", r.answer.supported ? "yes" : "no", r.answer.reason);
+    const char* word = !r.answer.known() ? "unknown" : r.answer.supported() ? "yes" : "no";
+    fmt::print("{}: {}\n", word, r.answer.reason);
     if (!r.answer.sources.empty()) fmt::print("source: {}\n", r.answer.source_text());
   });
 }

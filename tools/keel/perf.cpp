@@ -208,8 +208,9 @@ void add_model(CLI::App* group) {
       "model", "Per-node FLOPs, MACs, bytes and roofline time of an ONNX graph");
   cmd->add_option("file", r->model.path, "ONNX model file")->required();
   cmd->add_option("--gpu", r->model.gpu, "GPU name or device file (default h100-sxm)");
-  cmd->add_option("--dim", r->model.dims,
-                  "Value of a symbolic dimension, NAME=VALUE (repeatable; default 1)");
+  cmd->add_option("--dim", r->model.dims, "Value of a symbolic dimension, NAME=VALUE (repeatable)");
+  cmd->add_flag("--assume-one", r->model.assume_one,
+                "Count symbolic dimensions without a --dim as 1 instead of refusing");
   cmd->add_flag("--no-tensor", r->no_tensor, "Use CUDA-core rates, not tensor cores");
   cmd->add_flag("--nodes", r->all_nodes, "Print every node, not only the slowest");
   add_number(cmd, "--top", r->top, "Slowest nodes to print (default 10)", 0, 1000000);

@@ -104,8 +104,15 @@ struct gpu_spec {
   std::string source_text() const;
 };
 
+// supported / unsupported: the table has a row for the release and the GPU's compute
+// capability is inside / outside its range. unknown: the table has no row for the release,
+// so keel has no answer from data (never "no").
+enum class support_state { supported, unsupported, unknown };
+
 struct support_answer {
-  bool supported = false;
+  support_state state = support_state::unknown;
+  bool supported() const noexcept { return state == support_state::supported; }
+  bool known() const noexcept { return state != support_state::unknown; }
   std::string reason;               // one sentence with the numbers
   std::vector<source_ref> sources;  // the table row's documents
   std::string note;                 // the row's caveat, if any
@@ -128,7 +135,8 @@ class gpu_database {
   const gpu_spec& at(std::string_view name) const;
 
   // Whether the CUDA toolkit / cuDNN release `v` supports the GPU's compute capability.
-  // A version the tables do not cover is answered as unsupported with that reason.
+  // A version the tables do not cover is answered as support_state::unknown, with the reason
+  // "the table has no row for cuDNN 8.6 (it covers ...)".
   support_answer cuda_support(const gpu_spec& gpu, version v) const;
   support_answer cudnn_support(const gpu_spec& gpu, version v) const;
 
@@ -189,7 +197,8 @@ struct support_result {
 // Throws keel::invalid_argument when neither or both versions are given ("give --cuda VER or
 // --cudnn VER"), for an unknown GPU or a malformed version.
 support_result check_support(const gpu_database& db, const support_request& request);
-// supported, reason, source, gpu, compute_capability, sources.
+// supported (true, false, or null when unknown), state ("supported", "unsupported",
+// "unknown"), reason, source, gpu, compute_capability, sources.
 nlohmann::json to_json(const support_result& result);
 
 }  // namespace keel::perf

@@ -10,18 +10,21 @@
 //   Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout, Shape, Constant: free (views)
 //   Transpose, Concat, Slice, Gather, Split, Pad, Cast, Expand...: bytes only
 // Bytes: every input and output tensor read/written once (weights included). A node whose
-// op is unknown counts its bytes and is listed in unknown_ops. Symbolic dimensions take the
-// value of onnx_options::dim_values (name -> value), else 1.
-// Time: each node's roofline time, max(FLOPs / rate, bytes / bandwidth for its bytes), where
-// the bandwidth is the device's for that many bytes, capped by the device's measured GB/s
-// ceiling for the node's kernel class when it has one, and the rate is the device peak, capped
-// by the device's measured TFLOP/s ceiling for the node's kernel
-// class when it has one (conv_kxk; conv_1x1 for unit-stride 1x1 convolutions, which are GEMMs;
-// conv_depthwise; gemm for MatMul/Gemm with a weight operand; attention_matmul for MatMul of two
-// activations; pool for windowed pooling), plus the device's per-op dispatch overhead for every
-// node that does work.
-// analyze_onnx keeps no state between calls and is thread-safe (libonnx's schema registry is
-// a function-local static).
+// op is unknown counts its bytes and is listed in unknown_ops.
+// Symbolic dimensions (dynamic axes, as torch.onnx.export(dynamic_axes=...) and every Hugging
+// Face export write them) take the value of onnx_options::dim_values (name -> value), set on
+// the graph's declared shapes before shape inference; integer shape subgraphs (Shape, Gather,
+// Unsqueeze, Squeeze, Concat, Cast, integer Add/Sub/Mul/Div) are then folded to constants so
+// reshape targets resolve. A dimension that still has no value is refused (keel::invalid_argument
+// naming it) unless onnx_options::assume_one, which counts every such dimension as 1. Time: each
+// node's roofline time, max(FLOPs / rate, bytes / bandwidth for its bytes), where the bandwidth is
+// the device's for that many bytes, capped by the device's measured GB/s ceiling for the node's
+// kernel class when it has one, and the rate is the device peak, capped by the device's measured
+// TFLOP/s ceiling for the node's kernel class when it has one (conv_kxk; conv_1x1 for unit-stride
+// 1x1 convolutions, which are GEMMs; conv_depthwise; gemm for MatMul/Gemm with a weight operand;
+// attention_matmul for MatMul of two activations; pool for windowed pooling), plus the device's
+// per-op dispatch overhead for every node that does work. analyze_onnx keeps no state between calls
+// and is thread-safe (libonnx's schema registry is a function-local static).
 #pragma once
 
 #include "keel/perf/dtype.hpp"
@@ -38,6 +41,7 @@ namespace keel::perf {
 struct onnx_options {
   std::map<std::string, std::int64_t> dim_values;  // symbolic dimension -> value
   bool tensor = true;                              // matmul-class nodes may use tensor cores
+  bool assume_one = false;  // count symbolic dimensions without a value as 1 instead of refusing
 };
 
 struct onnx_node_cost {
@@ -70,7 +74,8 @@ struct onnx_report {
 // The file is read with keel::read_input_file (a regular file within KEEL_MAX_INPUT_BYTES).
 // Throws keel::io_error (unreadable, not a regular file), keel::parse_error (not an ONNX
 // model: empty, garbage, no IR version, no graph or a graph without nodes) and
-// keel::invalid_argument (a node whose shapes cannot be determined for its op's count).
+// keel::invalid_argument (a symbolic dimension without a value and no assume_one, naming the
+// dimensions; a node whose shapes cannot be determined for its op's count).
 onnx_report analyze_onnx(const std::string& path, const gpu_spec& device,
                          const onnx_options& options = {});
 

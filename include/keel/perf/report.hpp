@@ -144,6 +144,7 @@ struct model_request {
   std::string path;  // an ONNX file
   std::string gpu = "h100-sxm";
   std::vector<std::string> dims;  // "NAME=VALUE", VALUE an integer in [1, 2^40]
+  bool assume_one = false;        // --assume-one: symbolic dimensions without a --dim are 1
   bool tensor = true;
   std::string svg;  // write a roofline chart of the 24 heaviest nodes; empty: none
 };
@@ -155,7 +156,8 @@ struct model_result {
 };
 
 // Throws keel::io_error (an unreadable file or chart), keel::parse_error (not an ONNX model)
-// and keel::invalid_argument (a bad --dim, an unknown GPU, shapes it cannot count).
+// and keel::invalid_argument (a bad --dim, a symbolic dimension without a --dim and no
+// --assume-one, an unknown GPU, shapes it cannot count).
 model_result run_model(const model_request& request);
 
 std::string model_chart(const model_result& result);
