@@ -20,13 +20,19 @@ if command -v "$hostile_python" >/dev/null 2>&1; then
   store_port=$("$hostile_python" -c "$free_port")
   store_secret=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')
   store_env=(MASTER_ADDR=127.0.0.1 "MASTER_PORT=$store_port" WORLD_SIZE=2
-             "KEEL_STORE_SECRET=$store_secret" KEEL_STORE_KEEP=1)
-  env "${store_env[@]}" RANK=1 LOCAL_RANK=1 timeout -k 5 "$timeout_s" \
-    "$keel" comm bench -e 4M -n 50 >"$tmp/store-rank1.log" 2>&1 </dev/null &
-  store_rank1=$!
+             "KEEL_STORE_SECRET=$store_secret" KEEL_STORE_KEEP=1 "KEEL_COMM_TIMEOUT=$timeout_s")
   "$hostile_python" "$src/tests/hostile/store_attack.py" "$store_port" "$store_secret" \
     "$timeout_s" >"$tmp/store-attack.log" 2>&1 </dev/null &
   store_attacker=$!
+  # Rank 1 joins only once the attack (and its check that the store still serves) is over:
+  # rank 0 waits for it in bootstrap with its store open, so a fast job cannot end before the
+  # attacker's last request, however slow the machine.
+  (
+    while kill -0 "$store_attacker" 2>/dev/null; do sleep 0.1; done
+    exec env "${store_env[@]}" RANK=1 LOCAL_RANK=1 timeout -k 5 "$timeout_s" \
+      "$keel" comm bench -e 4M -n 50 >"$tmp/store-rank1.log" 2>&1 </dev/null
+  ) &
+  store_rank1=$!
   store_case_env=()
   for e in "${store_env[@]}"; do store_case_env+=(-e "$e"); done
   hostile_case ok "${store_case_env[@]}" -e RANK=0 -e LOCAL_RANK=0 -- comm bench -e 4M -n 50
