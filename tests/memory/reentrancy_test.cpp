@@ -26,6 +26,7 @@
 #include <tuple>
 #include <vector>
 
+#include "forwarding_backend.hpp"
 #include "keel/core/error.hpp"
 #include "keel/memory/caching_allocator.hpp"
 #include "keel/memory/host_backend.hpp"
@@ -192,9 +193,9 @@ TEST(Reentrancy, OutOfMemoryObserversRunOutsideTheLockBeforeTheThrow) {
 }
 
 // A backend whose segment allocation waits until released: a segment allocation in flight.
-class gated_backend final : public backend {
+class gated_backend final : public test::forwarding_backend {
  public:
-  explicit gated_backend(std::size_t capacity) : inner_(capacity) {}
+  explicit gated_backend(std::size_t capacity) : forwarding_backend(capacity) {}
   void hold() {
     std::lock_guard lock(mutex_);
     held_ = true;
@@ -222,23 +223,13 @@ class gated_backend final : public backend {
     }
     return inner_.allocate_segment(bytes);
   }
-  void do_free_segment(std::uint64_t a, std::size_t n) noexcept override {
-    inner_.free_segment(a, n);
-  }
+  // Segments only: no virtual memory.
   bool do_supports_virtual_memory() const noexcept override { return false; }
-  std::size_t do_page_granularity() const noexcept override { return inner_.page_granularity(); }
   std::optional<std::uint64_t> do_reserve_range(std::size_t) override { return std::nullopt; }
   void do_release_range(std::uint64_t, std::size_t) noexcept override {}
   bool do_map_pages(std::uint64_t, std::size_t, std::size_t) override { return false; }
   void do_unmap_pages(std::uint64_t, std::size_t, std::size_t) noexcept override {}
-  std::size_t do_capacity() const noexcept override { return inner_.capacity(); }
-  std::size_t do_used_bytes() const noexcept override { return inner_.used_bytes(); }
-  event_id do_record_event(stream_id s) override { return inner_.record_event(s); }
-  bool do_query_event(event_id e) override { return inner_.query_event(e); }
-  void do_synchronize_event(event_id e) override { inner_.synchronize_event(e); }
-  void do_destroy_event(event_id e) noexcept override { inner_.destroy_event(e); }
 
-  sim_backend inner_;
   std::mutex mutex_;
   std::condition_variable changed_;
   bool held_ = false;

@@ -8,14 +8,15 @@
 #include <filesystem>
 #include <unordered_map>
 
+#include "forwarding_backend.hpp"
 #include "keel/core/error.hpp"
 #include "keel/memory/advisor.hpp"
 #include "keel/memory/caching_allocator.hpp"
 #include "keel/memory/explain.hpp"
 #include "keel/memory/sim_backend.hpp"
 #include "keel/memory/synth.hpp"
-#include "synth_fixture.hpp"
 #include "keel/memory/trace_model.hpp"
+#include "synth_fixture.hpp"
 
 namespace keel::memory {
 namespace {
@@ -125,7 +126,7 @@ TEST(Advise, RanksByPeakReservedWithTheRecordedBaseline) {
 
 // A driver whose cudaMalloc addresses follow no order a model could infer: each segment gets
 // its own 64 GiB slot, slots in a scrambled order (a test double over the sim backend).
-class scrambled_driver final : public backend {
+class scrambled_driver final : public test::forwarding_backend {
  public:
   explicit scrambled_driver(std::uint32_t seed) : seed_(seed) {}
 
@@ -145,27 +146,7 @@ class scrambled_driver final : public backend {
     outer_to_inner_.erase(it);
   }
   bool do_supports_virtual_memory() const noexcept override { return true; }
-  std::size_t do_page_granularity() const noexcept override { return inner_.page_granularity(); }
-  std::optional<std::uint64_t> do_reserve_range(std::size_t bytes) override {
-    return inner_.reserve_range(bytes);
-  }
-  void do_release_range(std::uint64_t a, std::size_t bytes) noexcept override {
-    inner_.release_range(a, bytes);
-  }
-  bool do_map_pages(std::uint64_t r, std::size_t o, std::size_t b) override {
-    return inner_.map_pages(r, o, b);
-  }
-  void do_unmap_pages(std::uint64_t r, std::size_t o, std::size_t b) noexcept override {
-    inner_.unmap_pages(r, o, b);
-  }
-  std::size_t do_capacity() const noexcept override { return inner_.capacity(); }
-  std::size_t do_used_bytes() const noexcept override { return inner_.used_bytes(); }
-  event_id do_record_event(stream_id s) override { return inner_.record_event(s); }
-  bool do_query_event(event_id e) override { return inner_.query_event(e); }
-  void do_synchronize_event(event_id e) override { inner_.synchronize_event(e); }
-  void do_destroy_event(event_id e) noexcept override { inner_.destroy_event(e); }
 
-  sim_backend inner_;
   std::uint32_t seed_;
   std::uint64_t next_ = 0;
   std::unordered_map<std::uint64_t, std::uint64_t> outer_to_inner_;
