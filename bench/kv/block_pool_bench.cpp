@@ -84,7 +84,8 @@ const workload& hot() {
     workload w;
     for (std::uint64_t r = 0; r < 64; ++r) {
       std::vector<block_hash> h;
-      for (std::uint64_t j = 0; j < 32; ++j) h.push_back(j < 8 ? (r % 4) * 1000 + j : r * 1000 + j + 100000);
+      for (std::uint64_t j = 0; j < 32; ++j)
+        h.push_back(j < 8 ? (r % 4) * 1000 + j : r * 1000 + j + 100000);
       w.blocks += h.size();
       w.tokens.push_back(32 * 16);
       w.requests.push_back(std::move(h));

@@ -100,8 +100,8 @@ plan allreduce_tree(schedule& s, const args& a) {
     const std::byte* up = a.in + off;
     for (int child : {links.child0, links.child1}) {
       if (child < 0) continue;
-      acc = s.recv_reduce(child, t, a.out + off, acc < 0 ? a.in + off : a.out + off, len,
-                          gate(acc));
+      acc =
+          s.recv_reduce(child, t, a.out + off, acc < 0 ? a.in + off : a.out + off, len, gate(acc));
       up = a.out + off;
     }
     int down = acc;
@@ -397,8 +397,8 @@ plan reduce_scatter_direct(schedule& s, const args& a) {
   for (int step = 1; step < n; ++step) s.send(mod(r + step, n), 0, a.in + mod(r + step, n) * B, B);
   int last = -1;
   for (int step = 1; step < n; ++step) {
-    last = s.recv_reduce(mod(r - step, n), 0, a.out, last < 0 ? a.in + r * B : a.out, B,
-                         gate(last));
+    last =
+        s.recv_reduce(mod(r - step, n), 0, a.out, last < 0 ? a.in + r * B : a.out, B, gate(last));
   }
   return {};
 }

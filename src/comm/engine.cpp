@@ -88,8 +88,8 @@ using steady = std::chrono::steady_clock;
 
 std::string describe(collective c, std::uint64_t seq, std::uint64_t count, dtype t, reduce_op r,
                      algorithm a) {
-  const bool reduces = c == collective::allreduce || c == collective::reduce ||
-                       c == collective::reduce_scatter;
+  const bool reduces =
+      c == collective::allreduce || c == collective::reduce || c == collective::reduce_scatter;
   return fmt::format("{} #{} ({} x {}{}, {})", to_string(c), seq, count, to_string(t),
                      reduces ? fmt::format(", {}", to_string(r)) : std::string(), to_string(a));
 }
@@ -174,11 +174,11 @@ void communicator::impl::run(detail::schedule& s, const call_info& call) {
     if (!same) {
       throw engine_error{
           engine_error::mismatch, o.peer,
-          fmt::format("rank {} called {} while this rank called {}", o.peer,
-                      describe(static_cast<collective>(h.coll), h.seq, h.count,
-                               static_cast<dtype>(h.dtype), static_cast<reduce_op>(h.op),
-                               static_cast<algorithm>(h.algo)),
-                      describe(call))};
+          fmt::format(
+              "rank {} called {} while this rank called {}", o.peer,
+              describe(static_cast<collective>(h.coll), h.seq, h.count, static_cast<dtype>(h.dtype),
+                       static_cast<reduce_op>(h.op), static_cast<algorithm>(h.algo)),
+              describe(call))};
     }
     if (h.tag != o.tag || h.message_bytes != o.bytes || h.offset != o.done - o.chunk_pos) {
       throw engine_error{engine_error::mismatch, o.peer,
@@ -232,8 +232,8 @@ void communicator::impl::run(detail::schedule& s, const call_info& call) {
         if (o.kind == op::recv) {
           std::memcpy(o.dst + o.done, payload + o.chunk_pos, n);
         } else {
-          detail::reduce(o.dst + o.done, o.src + o.done, payload + o.chunk_pos, n / elem,
-                         call.type, call.op);
+          detail::reduce(o.dst + o.done, o.src + o.done, payload + o.chunk_pos, n / elem, call.type,
+                         call.op);
         }
       }
       o.done += n;
@@ -334,8 +334,8 @@ void communicator::impl::run(detail::schedule& s, const call_info& call) {
           }
         }
         const op& o = s.ops[(*blame->ops)[blame->head]];
-        const int missing = shm_ && blame->p->is_shm() ? shm_->root_of_stall(call_id, blame->peer)
-                                                       : blame->peer;
+        const int missing =
+            shm_ && blame->p->is_shm() ? shm_->root_of_stall(call_id, blame->peer) : blame->peer;
         throw engine_error{
             engine_error::timeout, missing,
             fmt::format("timed out after {} ms waiting for rank {} ({} {}/{} bytes of message "
@@ -374,8 +374,9 @@ void communicator::impl::run(detail::schedule& s, const call_info& call) {
         continue;
       }
       const int left_ms = std::max<int>(
-          1, static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                  deadline - now).count()) + 1);
+          1, static_cast<int>(
+                 std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count()) +
+                 1);
       if (shm_) {  // tell local peers whom we wait for
         int waiting_for = -1;
         for (const auto& q : queues) {

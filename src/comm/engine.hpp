@@ -41,7 +41,7 @@ struct op {
   const std::byte* src = nullptr;  // send: data; recv_reduce: the local operand
   std::byte* dst = nullptr;        // recv, recv_reduce: where the result goes
   std::size_t bytes = 0;
-  std::uint32_t gate_first = 0;    // its gates: schedule::gate_pool[gate_first, + gate_count)
+  std::uint32_t gate_first = 0;  // its gates: schedule::gate_pool[gate_first, + gate_count)
   std::uint32_t gate_count = 0;
   // progress
   std::size_t done = 0;

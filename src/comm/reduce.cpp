@@ -82,8 +82,8 @@ template <reduce_op Op>
   const auto* ha = reinterpret_cast<const half_t*>(a);
   const auto* hb = reinterpret_cast<const half_t*>(b);
   for (std::size_t i = 0; i < n; ++i) {
-    hd[i] = static_cast<half_t>(
-        apply<float, Op>(static_cast<float>(ha[i]), static_cast<float>(hb[i])));
+    hd[i] =
+        static_cast<half_t>(apply<float, Op>(static_cast<float>(ha[i]), static_cast<float>(hb[i])));
   }
 }
 #else
@@ -150,13 +150,30 @@ void finish_avg(void* buf, std::size_t count, dtype t, int ranks) {
   };
   const double inv = 1.0 / ranks;
   switch (t) {
-    case dtype::f32: each(static_cast<float*>(buf), [&](float x) { return static_cast<float>(x * inv); }); break;
+    case dtype::f32:
+      each(static_cast<float*>(buf), [&](float x) { return static_cast<float>(x * inv); });
+      break;
     case dtype::f64: each(static_cast<double*>(buf), [&](double x) { return x / ranks; }); break;
-    case dtype::i32: each(static_cast<std::int32_t*>(buf), [&](std::int32_t x) { return static_cast<std::int32_t>(x / ranks); }); break;
-    case dtype::i64: each(static_cast<std::int64_t*>(buf), [&](std::int64_t x) { return x / ranks; }); break;
-    case dtype::u8: each(static_cast<std::uint8_t*>(buf), [&](std::uint8_t x) { return static_cast<std::uint8_t>(x / ranks); }); break;
-    case dtype::bf16: each(static_cast<std::uint16_t*>(buf), [&](std::uint16_t x) { return bf_out(static_cast<float>(bf_in(x) / ranks)); }); break;
-    case dtype::f16: each(static_cast<std::uint16_t*>(buf), [&](std::uint16_t x) { return float_to_half(half_to_float(x) / static_cast<float>(ranks)); }); break;
+    case dtype::i32:
+      each(static_cast<std::int32_t*>(buf),
+           [&](std::int32_t x) { return static_cast<std::int32_t>(x / ranks); });
+      break;
+    case dtype::i64:
+      each(static_cast<std::int64_t*>(buf), [&](std::int64_t x) { return x / ranks; });
+      break;
+    case dtype::u8:
+      each(static_cast<std::uint8_t*>(buf),
+           [&](std::uint8_t x) { return static_cast<std::uint8_t>(x / ranks); });
+      break;
+    case dtype::bf16:
+      each(static_cast<std::uint16_t*>(buf),
+           [&](std::uint16_t x) { return bf_out(static_cast<float>(bf_in(x) / ranks)); });
+      break;
+    case dtype::f16:
+      each(static_cast<std::uint16_t*>(buf), [&](std::uint16_t x) {
+        return float_to_half(half_to_float(x) / static_cast<float>(ranks));
+      });
+      break;
   }
 }
 

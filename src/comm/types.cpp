@@ -35,9 +35,12 @@ T parse_from(std::string_view what, std::string_view name,
 
 std::size_t dtype_size(dtype t) noexcept {
   switch (t) {
-    case dtype::f64: case dtype::i64: return 8;
-    case dtype::f32: case dtype::i32: return 4;
-    case dtype::f16: case dtype::bf16: return 2;
+    case dtype::f64:
+    case dtype::i64: return 8;
+    case dtype::f32:
+    case dtype::i32: return 4;
+    case dtype::f16:
+    case dtype::bf16: return 2;
     case dtype::u8: return 1;
   }
   return 1;
@@ -118,12 +121,12 @@ std::string_view to_string(transport t) noexcept {
 
 dtype parse_dtype(std::string_view name) {
   static const std::pair<std::string_view, dtype> table[] = {
-      {"float", dtype::f32},  {"f32", dtype::f32},     {"float32", dtype::f32},
-      {"double", dtype::f64}, {"f64", dtype::f64},     {"float64", dtype::f64},
-      {"half", dtype::f16},   {"f16", dtype::f16},     {"float16", dtype::f16},
+      {"float", dtype::f32},     {"f32", dtype::f32},   {"float32", dtype::f32},
+      {"double", dtype::f64},    {"f64", dtype::f64},   {"float64", dtype::f64},
+      {"half", dtype::f16},      {"f16", dtype::f16},   {"float16", dtype::f16},
       {"bfloat16", dtype::bf16}, {"bf16", dtype::bf16}, {"int32", dtype::i32},
-      {"i32", dtype::i32},    {"int", dtype::i32},     {"int64", dtype::i64},
-      {"i64", dtype::i64},    {"uint8", dtype::u8},    {"u8", dtype::u8}};
+      {"i32", dtype::i32},       {"int", dtype::i32},   {"int64", dtype::i64},
+      {"i64", dtype::i64},       {"uint8", dtype::u8},  {"u8", dtype::u8}};
   return parse_from("dtype", name, table);
 }
 
@@ -153,9 +156,12 @@ collective parse_collective(std::string_view name) {
 
 algorithm parse_algorithm(std::string_view name) {
   static const std::pair<std::string_view, algorithm> table[] = {
-      {"auto", algorithm::auto_select}, {"ring", algorithm::ring},
-      {"tree", algorithm::tree},        {"rd", algorithm::rd},
-      {"rabenseifner", algorithm::rabenseifner}, {"reducer", algorithm::reducer},
+      {"auto", algorithm::auto_select},
+      {"ring", algorithm::ring},
+      {"tree", algorithm::tree},
+      {"rd", algorithm::rd},
+      {"rabenseifner", algorithm::rabenseifner},
+      {"reducer", algorithm::reducer},
       {"direct", algorithm::direct}};
   return parse_from("algorithm", name, table);
 }
@@ -212,9 +218,9 @@ std::uint16_t float_to_half(float f) noexcept {
   std::memcpy(&x, &f, 4);
   const std::uint16_t sign = static_cast<std::uint16_t>((x >> 16) & 0x8000u);
   const std::uint32_t abs = x & 0x7fffffffu;
-  if (abs > 0x7f800000u) return static_cast<std::uint16_t>(sign | 0x7e00u);  // NaN
+  if (abs > 0x7f800000u) return static_cast<std::uint16_t>(sign | 0x7e00u);   // NaN
   if (abs >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u);  // overflow -> inf
-  if (abs < 0x38800000u) {  // subnormal or zero in half
+  if (abs < 0x38800000u) {               // subnormal or zero in half
     if (abs < 0x33000000u) return sign;  // rounds to zero
     const std::uint32_t e = abs >> 23;
     const std::uint32_t m = (abs & 0x7fffffu) | 0x800000u;

@@ -19,15 +19,24 @@ struct unit {
 };
 
 // Lower-case spellings accepted by parse_size.
-constexpr std::array<unit, 19> k_units{{{"", 1},          {"b", 1},
-                                        {"byte", 1},      {"bytes", 1},
-                                        {"k", k_kib},       {"kb", k_kib},
-                                        {"kib", k_kib},     {"m", k_mib},
-                                        {"mb", k_mib},      {"mib", k_mib},
-                                        {"g", k_gib},       {"gb", k_gib},
-                                        {"gib", k_gib},     {"t", k_tib},
-                                        {"tb", k_tib},      {"tib", k_tib},
-                                        {"p", 1024 * k_tib}, {"pb", 1024 * k_tib},
+constexpr std::array<unit, 19> k_units{{{"", 1},
+                                        {"b", 1},
+                                        {"byte", 1},
+                                        {"bytes", 1},
+                                        {"k", k_kib},
+                                        {"kb", k_kib},
+                                        {"kib", k_kib},
+                                        {"m", k_mib},
+                                        {"mb", k_mib},
+                                        {"mib", k_mib},
+                                        {"g", k_gib},
+                                        {"gb", k_gib},
+                                        {"gib", k_gib},
+                                        {"t", k_tib},
+                                        {"tb", k_tib},
+                                        {"tib", k_tib},
+                                        {"p", 1024 * k_tib},
+                                        {"pb", 1024 * k_tib},
                                         {"pib", 1024 * k_tib}}};
 
 [[noreturn]] void fail(std::string_view text, std::string_view why) {

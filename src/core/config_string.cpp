@@ -152,7 +152,8 @@ double config_double(const config_item& item, double lo, double hi, bool lo_open
       fmt::format("a number in {}{}, {}{}", lo_open ? '(' : '[', lo, hi, hi_open ? ')' : ']');
   char* end = nullptr;
   const double x = std::strtod(v.c_str(), &end);
-  if (v.empty() || end != v.c_str() + v.size() || !std::isfinite(x)) bad_value(item, origin, allowed);
+  if (v.empty() || end != v.c_str() + v.size() || !std::isfinite(x))
+    bad_value(item, origin, allowed);
   if (x < lo || x > hi || (lo_open && x == lo) || (hi_open && x == hi)) {
     bad_value(item, origin, allowed);
   }

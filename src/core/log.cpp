@@ -31,13 +31,14 @@ int level_from_environment() {
 
 log_level parse_log_level(std::string_view name) {
   std::string lower;
-  for (char c : name) lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  for (char c : name)
+    lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
   for (int l = 0; l <= static_cast<int>(log_level::off); ++l) {
     if (lower == to_string(static_cast<log_level>(l))) return static_cast<log_level>(l);
   }
   if (lower == "warning") return log_level::warn;
-  throw invalid_argument(fmt::format(
-      "unknown log level '{}': expected trace, debug, info, warn, error or off", name));
+  throw invalid_argument(
+      fmt::format("unknown log level '{}': expected trace, debug, info, warn, error or off", name));
 }
 
 std::string_view to_string(log_level level) noexcept {

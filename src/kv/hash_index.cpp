@@ -115,8 +115,7 @@ std::unique_ptr<prefix_index> make_hash_index(std::size_t num_blocks) {
 std::unique_ptr<prefix_index> make_index(std::string_view name, std::size_t num_blocks) {
   if (name == "hash") return make_hash_index(num_blocks);
   if (name == "radix") return make_radix_index(num_blocks);
-  throw keel::invalid_argument(
-      fmt::format("unknown prefix index '{}' (known: hash, radix)", name));
+  throw keel::invalid_argument(fmt::format("unknown prefix index '{}' (known: hash, radix)", name));
 }
 
 }  // namespace keel::kv

@@ -254,9 +254,7 @@ std::vector<std::string> policy_names() {
   return {"lru", "fifo", "lfu", "s3fifo", "keel", "belady"};
 }
 
-std::vector<std::string> online_policy_names() {
-  return {"lru", "fifo", "lfu", "s3fifo", "keel"};
-}
+std::vector<std::string> online_policy_names() { return {"lru", "fifo", "lfu", "s3fifo", "keel"}; }
 
 std::unique_ptr<eviction_policy> make_policy(std::string_view name) {
   if (name == "lru") return std::make_unique<lru_policy>();
@@ -265,9 +263,8 @@ std::unique_ptr<eviction_policy> make_policy(std::string_view name) {
   if (name == "s3fifo") return std::make_unique<s3fifo_policy>();
   if (name == "keel") return std::make_unique<keel_policy>();
   if (name == "belady") return std::make_unique<belady_policy>();
-  throw keel::invalid_argument(
-      fmt::format("unknown eviction policy '{}' (known: lru, fifo, lfu, s3fifo, keel, belady)",
-                  name));
+  throw keel::invalid_argument(fmt::format(
+      "unknown eviction policy '{}' (known: lru, fifo, lfu, s3fifo, keel, belady)", name));
 }
 
 }  // namespace keel::kv

@@ -13,7 +13,7 @@ namespace {
 
 const char* color_of(const std::string& policy) {
   static const std::map<std::string, const char*> colors = {
-      {"lru", "#1f77b4"},  {"fifo", "#7f7f7f"}, {"lfu", "#2ca02c"},
+      {"lru", "#1f77b4"},    {"fifo", "#7f7f7f"}, {"lfu", "#2ca02c"},
       {"s3fifo", "#ff7f0e"}, {"keel", "#d62728"}, {"belady", "#000000"}};
   const auto it = colors.find(policy);
   return it == colors.end() ? "#9467bd" : it->second;
@@ -56,7 +56,8 @@ std::string sweep_svg(std::span<const sweep_point> points, double infinite_hit_r
         left, left + pw, y(r), left - 6, y(r) + 4, i * 10);
   }
   std::vector<double> ticks;
-  for (const sweep_point& p : points) ticks.push_back(static_cast<double>(p.capacity_blocks * block_size));
+  for (const sweep_point& p : points)
+    ticks.push_back(static_cast<double>(p.capacity_blocks * block_size));
   std::sort(ticks.begin(), ticks.end());
   ticks.erase(std::unique(ticks.begin(), ticks.end()), ticks.end());
   for (const double tk : ticks) {
@@ -93,8 +94,9 @@ std::string sweep_svg(std::span<const sweep_point> points, double infinite_hit_r
     for (const auto& [tk, r] : line) pts += fmt::format("{:.1f},{:.1f} ", x(tk), y(r));
     const char* color = color_of(policy);
     const char* dash = policy == "belady" ? " stroke-dasharray=\"2,3\"" : "";
-    svg += fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"2\"{} points=\"{}\"/>\n",
-                       color, dash, pts);
+    svg +=
+        fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"2\"{} points=\"{}\"/>\n",
+                    color, dash, pts);
     for (const auto& [tk, r] : line) {
       svg += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" fill=\"{}\"/>\n", x(tk), y(r),
                          color);

@@ -7,7 +7,8 @@
 namespace keel::memory {
 
 std::optional<std::uint64_t> backend::allocate_segment(std::size_t bytes) {
-  if (bytes == 0) throw invalid_argument(fmt::format("{}: cannot allocate an empty segment", name()));
+  if (bytes == 0)
+    throw invalid_argument(fmt::format("{}: cannot allocate an empty segment", name()));
   return do_allocate_segment(bytes);
 }
 
@@ -20,8 +21,10 @@ std::optional<std::uint64_t> backend::reserve_range(std::size_t bytes) {
     throw invalid_argument(fmt::format("{}: virtual memory is not supported", name()));
   }
   if (bytes == 0 || bytes % page_granularity() != 0) {
-    throw invalid_argument(fmt::format("{}: range size {} is not a positive multiple of the {} "
-                                       "byte page", name(), bytes, page_granularity()));
+    throw invalid_argument(
+        fmt::format("{}: range size {} is not a positive multiple of the {} "
+                    "byte page",
+                    name(), bytes, page_granularity()));
   }
   return do_reserve_range(bytes);
 }
@@ -33,8 +36,8 @@ void backend::release_range(std::uint64_t address, std::size_t bytes) noexcept {
 bool backend::map_pages(std::uint64_t range, std::size_t offset, std::size_t bytes) {
   const std::size_t page = page_granularity();
   if (bytes == 0 || offset % page != 0 || bytes % page != 0) {
-    throw invalid_argument(fmt::format("{}: map of {} bytes at offset {} is not page aligned",
-                                       name(), bytes, offset));
+    throw invalid_argument(
+        fmt::format("{}: map of {} bytes at offset {} is not page aligned", name(), bytes, offset));
   }
   return do_map_pages(range, offset, bytes);
 }

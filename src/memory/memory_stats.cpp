@@ -14,7 +14,8 @@ std::vector<std::pair<std::string, std::int64_t>> memory_stats::flatten() const 
   };
   const auto add_array = [&](std::string_view name, const stat_array& a) {
     static constexpr std::array<std::string_view, 3> k_pools{"all", "small_pool", "large_pool"};
-    for (std::size_t i = 0; i < 3; ++i) add_stat(std::string(name) + "." + std::string(k_pools[i]), a[i]);
+    for (std::size_t i = 0; i < 3; ++i)
+      add_stat(std::string(name) + "." + std::string(k_pools[i]), a[i]);
   };
   add_array("allocation", allocation);
   add_array("segment", segment);

@@ -18,7 +18,8 @@ constexpr std::uint64_t k_fp32 = 4;
 // Issues allocations through PyTorch's policy and remembers which tensor each one was.
 class program {
  public:
-  explicit program(std::string file) : file_(std::move(file)), allocator_(device_, allocator_config{}) {
+  explicit program(std::string file)
+      : file_(std::move(file)), allocator_(device_, allocator_config{}) {
     allocator_.record_history(true, std::size_t{1} << 24);
   }
 
@@ -56,14 +57,17 @@ class program {
 void check(const synth_options& o) {
   if (o.steps <= 0 || o.layers <= 0 || o.hidden <= 0 || o.heads <= 0 || o.batch <= 0 ||
       o.vocab <= 0 || o.min_seq <= 0 || o.new_tokens <= 0) {
-    throw invalid_argument("synth: steps, layers, hidden, heads, batch, vocab, sequence lengths "
-                           "and new tokens must be positive");
+    throw invalid_argument(
+        "synth: steps, layers, hidden, heads, batch, vocab, sequence lengths "
+        "and new tokens must be positive");
   }
   if (o.min_seq > o.max_seq) {
-    throw invalid_argument(fmt::format("synth: min_seq {} is larger than max_seq {}", o.min_seq, o.max_seq));
+    throw invalid_argument(
+        fmt::format("synth: min_seq {} is larger than max_seq {}", o.min_seq, o.max_seq));
   }
   if (o.hidden % o.heads != 0) {
-    throw invalid_argument(fmt::format("synth: hidden {} is not a multiple of heads {}", o.hidden, o.heads));
+    throw invalid_argument(
+        fmt::format("synth: hidden {} is not a multiple of heads {}", o.hidden, o.heads));
   }
 }
 

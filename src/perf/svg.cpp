@@ -93,7 +93,8 @@ std::string roofline_svg(const std::string& title, double peak_flops, double ban
         X(p.intensity), Y(p.flops), color, xml_escape(p.label), p.intensity, si(p.flops));
     svg += fmt::format(
         "<circle cx=\"{}\" cy=\"{}\" r=\"4\" fill=\"{}\"/><text x=\"{}\" y=\"{}\">{}</text>\n",
-        left + pw + 20, top + 14 * k + 4, color, left + pw + 30, top + 14 * k + 8, xml_escape(p.label));
+        left + pw + 20, top + 14 * k + 4, color, left + pw + 30, top + 14 * k + 8,
+        xml_escape(p.label));
   }
   svg += "</svg>\n";
   return svg;

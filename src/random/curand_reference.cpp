@@ -50,13 +50,15 @@ curand_reference::api* load_api(void* lib) {
             bind(lib, "curandSetGeneratorOffset", a.set_offset) &&
             bind(lib, "curandSetGeneratorOrdering", a.set_ordering) &&
             bind(lib, "curandSetQuasiRandomGeneratorDimensions", a.set_dimensions) &&
-            bind(lib, "curandGenerate", a.generate) && bind(lib, "curandGenerateUniform", a.uniform) &&
+            bind(lib, "curandGenerate", a.generate) &&
+            bind(lib, "curandGenerateUniform", a.uniform) &&
             bind(lib, "curandGenerateUniformDouble", a.uniform_double) &&
             bind(lib, "curandGenerateNormal", a.normal) &&
             bind(lib, "curandGenerateNormalDouble", a.normal_double) &&
             bind(lib, "curandGenerateLogNormal", a.log_normal) &&
             bind(lib, "curandGenerateLogNormalDouble", a.log_normal_double) &&
-            bind(lib, "curandGeneratePoisson", a.poisson) && bind(lib, "curandGetVersion", a.get_version) &&
+            bind(lib, "curandGeneratePoisson", a.poisson) &&
+            bind(lib, "curandGetVersion", a.get_version) &&
             bind(lib, "curandGetDirectionVectors32", a.direction_vectors32) &&
             bind(lib, "curandGetScrambleConstants32", a.scramble_constants32);
   return ok ? &a : nullptr;
@@ -93,7 +95,8 @@ const curand_reference& curand_reference::get() {
   return instance;
 }
 
-status curand_reference::create_host_generator(rng_type type, std::unique_ptr<curand_generator>& out) const {
+status curand_reference::create_host_generator(rng_type type,
+                                               std::unique_ptr<curand_generator>& out) const {
   if (!api_) throw backend_error("keel::random: " + description_);
   void* handle = nullptr;
   const int st = api_->create_host(&handle, static_cast<int>(type));
@@ -105,7 +108,8 @@ namespace {
 status st(int s) { return static_cast<status>(s); }
 }  // namespace
 
-status curand_reference::sobol32_direction_vectors(bool scrambled, const std::uint32_t*& vectors) const {
+status curand_reference::sobol32_direction_vectors(bool scrambled,
+                                                   const std::uint32_t*& vectors) const {
   if (!api_) throw backend_error("keel::random: " + description_);
   unsigned(*v)[32] = nullptr;
   // CURAND_DIRECTION_VECTORS_32_JOEKUO6 = 101, CURAND_SCRAMBLED_DIRECTION_VECTORS_32_JOEKUO6 = 102.
@@ -124,26 +128,36 @@ status curand_reference::sobol32_scramble_constants(const std::uint32_t*& consta
 
 curand_generator::~curand_generator() { g_api->destroy(handle_); }
 status curand_generator::set_seed(std::uint64_t seed) { return st(g_api->set_seed(handle_, seed)); }
-status curand_generator::set_offset(std::uint64_t offset) { return st(g_api->set_offset(handle_, offset)); }
+status curand_generator::set_offset(std::uint64_t offset) {
+  return st(g_api->set_offset(handle_, offset));
+}
 status curand_generator::set_ordering(ordering order) {
   return st(g_api->set_ordering(handle_, static_cast<int>(order)));
 }
-status curand_generator::set_dimensions(std::uint32_t d) { return st(g_api->set_dimensions(handle_, d)); }
-status curand_generator::generate(std::uint32_t* out, std::size_t n) { return st(g_api->generate(handle_, out, n)); }
-status curand_generator::generate_uniform(float* out, std::size_t n) { return st(g_api->uniform(handle_, out, n)); }
+status curand_generator::set_dimensions(std::uint32_t d) {
+  return st(g_api->set_dimensions(handle_, d));
+}
+status curand_generator::generate(std::uint32_t* out, std::size_t n) {
+  return st(g_api->generate(handle_, out, n));
+}
+status curand_generator::generate_uniform(float* out, std::size_t n) {
+  return st(g_api->uniform(handle_, out, n));
+}
 status curand_generator::generate_uniform_double(double* out, std::size_t n) {
   return st(g_api->uniform_double(handle_, out, n));
 }
 status curand_generator::generate_normal(float* out, std::size_t n, float mean, float sd) {
   return st(g_api->normal(handle_, out, n, mean, sd));
 }
-status curand_generator::generate_normal_double(double* out, std::size_t n, double mean, double sd) {
+status curand_generator::generate_normal_double(double* out, std::size_t n, double mean,
+                                                double sd) {
   return st(g_api->normal_double(handle_, out, n, mean, sd));
 }
 status curand_generator::generate_log_normal(float* out, std::size_t n, float mean, float sd) {
   return st(g_api->log_normal(handle_, out, n, mean, sd));
 }
-status curand_generator::generate_log_normal_double(double* out, std::size_t n, double mean, double sd) {
+status curand_generator::generate_log_normal_double(double* out, std::size_t n, double mean,
+                                                    double sd) {
   return st(g_api->log_normal_double(handle_, out, n, mean, sd));
 }
 status curand_generator::generate_poisson(std::uint32_t* out, std::size_t n, double lambda) {

@@ -10,7 +10,15 @@
 
 namespace keel::random::detail {
 
-enum class kind { u32, uniform, uniform_double, normal, normal_double, log_normal, log_normal_double };
+enum class kind {
+  u32,
+  uniform,
+  uniform_double,
+  normal,
+  normal_double,
+  log_normal,
+  log_normal_double
+};
 
 struct request {
   kind what;

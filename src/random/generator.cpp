@@ -6,8 +6,8 @@
 
 #include "engines.hpp"
 #include "keel/core/error.hpp"
-#include "keel/random/sobol_tables.hpp"
 #include "keel/random/mtgp32_tables.hpp"
+#include "keel/random/sobol_tables.hpp"
 #include "poisson_engine.hpp"
 #include "simd.hpp"
 
@@ -50,23 +50,15 @@ namespace {
 std::unique_ptr<detail::engine> make_engine(rng_type type) {
   switch (type) {
     case rng_type::pseudo_default:
-    case rng_type::xorwow:
-      return detail::make_xorwow_engine();
-    case rng_type::mrg32k3a:
-      return detail::make_mrg32k3a_engine();
-    case rng_type::philox4_32_10:
-      return detail::make_philox_engine();
+    case rng_type::xorwow: return detail::make_xorwow_engine();
+    case rng_type::mrg32k3a: return detail::make_mrg32k3a_engine();
+    case rng_type::philox4_32_10: return detail::make_philox_engine();
     case rng_type::quasi_default:
-    case rng_type::sobol32:
-      return detail::make_sobol32_engine();
-    case rng_type::scrambled_sobol32:
-      return detail::make_scrambled_sobol32_engine();
-    case rng_type::mt19937:
-      return detail::make_mt19937_engine();
-    case rng_type::mtgp32:
-      return detail::make_mtgp32_engine();
-    default:
-      return nullptr;
+    case rng_type::sobol32: return detail::make_sobol32_engine();
+    case rng_type::scrambled_sobol32: return detail::make_scrambled_sobol32_engine();
+    case rng_type::mt19937: return detail::make_mt19937_engine();
+    case rng_type::mtgp32: return detail::make_mtgp32_engine();
+    default: return nullptr;
   }
 }
 
@@ -84,8 +76,9 @@ generator::generator(rng_type type)
     throw invalid_argument("keel::random: " + why);
   if (!engine_ && type == rng_type::mtgp32)
     throw invalid_argument("keel::random: " + mtgp32_default_tables().description);
-  if (!engine_) throw invalid_argument("keel::random: generator type " + std::string(to_string(type)) +
-                                       " is not implemented");
+  if (!engine_)
+    throw invalid_argument("keel::random: generator type " + std::string(to_string(type)) +
+                           " is not implemented");
 }
 generator::~generator() = default;
 generator::generator(generator&&) noexcept = default;
@@ -104,13 +97,20 @@ status generator::set_seed(std::uint64_t seed) {
 }
 status generator::set_offset(std::uint64_t offset) { return engine_->set_offset(offset); }
 status generator::set_ordering(ordering order) { return engine_->set_ordering(order); }
-status generator::set_dimensions(std::uint32_t dimensions) { return engine_->set_dimensions(dimensions); }
+status generator::set_dimensions(std::uint32_t dimensions) {
+  return engine_->set_dimensions(dimensions);
+}
 
 #define KEEL_RANDOM_REQUEST(KIND, OUT, N, MEAN, SD) \
-  engine_->generate(detail::request{detail::kind::KIND, OUT, N, MEAN, SD, resolve_threads(threads_)})
+  engine_->generate(                                \
+      detail::request{detail::kind::KIND, OUT, N, MEAN, SD, resolve_threads(threads_)})
 
-status generator::generate(std::uint32_t* out, std::size_t n) { return KEEL_RANDOM_REQUEST(u32, out, n, 0, 1); }
-status generator::generate_uniform(float* out, std::size_t n) { return KEEL_RANDOM_REQUEST(uniform, out, n, 0, 1); }
+status generator::generate(std::uint32_t* out, std::size_t n) {
+  return KEEL_RANDOM_REQUEST(u32, out, n, 0, 1);
+}
+status generator::generate_uniform(float* out, std::size_t n) {
+  return KEEL_RANDOM_REQUEST(uniform, out, n, 0, 1);
+}
 status generator::generate_uniform_double(double* out, std::size_t n) {
   return KEEL_RANDOM_REQUEST(uniform_double, out, n, 0, 1);
 }
@@ -123,23 +123,22 @@ status generator::generate_normal_double(double* out, std::size_t n, double mean
 status generator::generate_log_normal(float* out, std::size_t n, float mean, float stddev) {
   return KEEL_RANDOM_REQUEST(log_normal, out, n, mean, stddev);
 }
-status generator::generate_log_normal_double(double* out, std::size_t n, double mean, double stddev) {
+status generator::generate_log_normal_double(double* out, std::size_t n, double mean,
+                                             double stddev) {
   return KEEL_RANDOM_REQUEST(log_normal_double, out, n, mean, stddev);
 }
 #undef KEEL_RANDOM_REQUEST
 
 status generator::generate_poisson(std::uint32_t* out, std::size_t n, double lambda) {
-  return detail::generate_poisson(*engine_, type_, *poisson_, out, n, lambda, resolve_threads(threads_));
+  return detail::generate_poisson(*engine_, type_, *poisson_, out, n, lambda,
+                                  resolve_threads(threads_));
 }
 
 const char* simd_level() noexcept {
   switch (detail::simd::active_level()) {
-    case detail::simd::level::avx512:
-      return "avx512";
-    case detail::simd::level::avx2:
-      return "avx2";
-    default:
-      return "scalar";
+    case detail::simd::level::avx512: return "avx512";
+    case detail::simd::level::avx2: return "avx2";
+    default: return "scalar";
   }
 }
 

@@ -40,11 +40,13 @@ struct kernels {
 kernels active_kernels() {
   switch (simd::active_level()) {
     case simd::level::avx512:
-      return {simd::avx512::mt19937_regenerate, simd::avx512::mt19937_jump, simd::avx512::mt19937_row};
+      return {simd::avx512::mt19937_regenerate, simd::avx512::mt19937_jump,
+              simd::avx512::mt19937_row};
     case simd::level::avx2:
       return {simd::avx2::mt19937_regenerate, simd::avx2::mt19937_jump, simd::avx2::mt19937_row};
     default:
-      return {simd::scalar::mt19937_regenerate, simd::scalar::mt19937_jump, simd::scalar::mt19937_row};
+      return {simd::scalar::mt19937_regenerate, simd::scalar::mt19937_jump,
+              simd::scalar::mt19937_row};
   }
 }
 
@@ -58,7 +60,8 @@ const std::vector<std::uint32_t>& generator_jump(int k) {
         const unsigned h = static_cast<unsigned>(q.w[m / 16] >> (4 * (m % 16))) & 15u;
         if (h == 0) continue;
         const int z = __builtin_ctz(h);
-        w[j].push_back(static_cast<std::uint32_t>(((h >> z) - 1) / 2 * simd::k_mt19937_jump_table + 4 * m + z));
+        w[j].push_back(static_cast<std::uint32_t>(((h >> z) - 1) / 2 * simd::k_mt19937_jump_table +
+                                                  4 * m + z));
       }
     }
     return w;
@@ -81,9 +84,7 @@ void convert(const request& r, const std::uint32_t* w, std::size_t n, std::size_
       for (std::size_t i = 0; i < n; ++i) o[i] = uniform_double_32_mid(w[i]);
       return;
     }
-    default:
-      normal_icdf_distribution(r, w, n, at);
-      return;
+    default: normal_icdf_distribution(r, w, n, at); return;
   }
 }
 
@@ -91,7 +92,8 @@ class mt19937_engine final : public engine {
  public:
   // DEFAULT and LEGACY are one layout; changing between them restarts the stream (libcurand).
   status set_ordering(ordering order) override {
-    if (order != ordering::pseudo_default && order != ordering::pseudo_legacy) return status::out_of_range;
+    if (order != ordering::pseudo_default && order != ordering::pseudo_legacy)
+      return status::out_of_range;
     if (order != order_) {
       order_ = order;
       restart();
@@ -116,23 +118,24 @@ class mt19937_engine final : public engine {
     const std::size_t units = (used + k_unit - 1) / k_unit;
     // Workers take whole units (32 generators) for every row of the call, so each generator's
     // state belongs to one worker; a unit's outputs in a row are 256 consecutive positions.
-    parallel_for(units, std::min<unsigned>(workers_for(r.n, r.threads), static_cast<unsigned>(units)),
-                 [&](std::size_t ub, std::size_t ue) {
-                   std::uint32_t seg[8 * k_unit];
-                   for (std::size_t u = ub; u < ue; ++u)
-                     for (std::uint64_t row = r0; row <= r1; ++row) {
-                       const std::uint64_t base = row * k_row;
-                       const std::uint64_t a = std::max(base + 8 * u * k_unit, q);
-                       const std::uint64_t b = std::min(base + 8 * std::min(used, (u + 1) * k_unit), end);
-                       if (a >= b) continue;
-                       const std::size_t ga = (a - base) / 8, gb = (b - 1 - base) / 8 + 1;
-                       const std::int64_t block = static_cast<std::int64_t>(row / k_block_rows);
-                       for (std::size_t g = ga; g < gb; ++g)
-                         for (; block_index_[g] < block; ++block_index_[g]) k.regenerate(words(g));
-                       k.row(words(ga), gb - ga, static_cast<unsigned>(row % k_block_rows), seg);
-                       convert(r, seg + (a - base - 8 * ga), b - a, a - q);
-                     }
-                 });
+    parallel_for(
+        units, std::min<unsigned>(workers_for(r.n, r.threads), static_cast<unsigned>(units)),
+        [&](std::size_t ub, std::size_t ue) {
+          std::uint32_t seg[8 * k_unit];
+          for (std::size_t u = ub; u < ue; ++u)
+            for (std::uint64_t row = r0; row <= r1; ++row) {
+              const std::uint64_t base = row * k_row;
+              const std::uint64_t a = std::max(base + 8 * u * k_unit, q);
+              const std::uint64_t b = std::min(base + 8 * std::min(used, (u + 1) * k_unit), end);
+              if (a >= b) continue;
+              const std::size_t ga = (a - base) / 8, gb = (b - 1 - base) / 8 + 1;
+              const std::int64_t block = static_cast<std::int64_t>(row / k_block_rows);
+              for (std::size_t g = ga; g < gb; ++g)
+                for (; block_index_[g] < block; ++block_index_[g]) k.regenerate(words(g));
+              k.row(words(ga), gb - ga, static_cast<unsigned>(row % k_block_rows), seg);
+              convert(r, seg + (a - base - 8 * ga), b - a, a - q);
+            }
+        });
     position_ = end;
     return status::success;
   }
@@ -168,7 +171,8 @@ class mt19937_engine final : public engine {
       ready_ = 1;
     }
     const std::size_t todo = count - ready_, first = ready_;
-    const unsigned workers = todo >= 512 ? static_cast<unsigned>(std::min<std::size_t>(threads, todo / 256)) : 1;
+    const unsigned workers =
+        todo >= 512 ? static_cast<unsigned>(std::min<std::size_t>(threads, todo / 256)) : 1;
     const kernels k = active_kernels();
     parallel_for(todo, std::max(1u, workers), [&](std::size_t b, std::size_t e) {
       std::vector<std::uint32_t> scratch(simd::k_mt19937_jump_scratch);
@@ -176,7 +180,8 @@ class mt19937_engine final : public engine {
       std::memcpy(s, frontier_, sizeof s);
       // From generator first - 1 to first + b - 1, then one generator at a time.
       for (int j = 0; j < k_generator_log2; ++j)
-        if ((b >> j) & 1u) k.jump(s, generator_jump(j).data(), generator_jump(j).size(), scratch.data());
+        if ((b >> j) & 1u)
+          k.jump(s, generator_jump(j).data(), generator_jump(j).size(), scratch.data());
       const auto& one = generator_jump(0);
       for (std::size_t i = b; i < e; ++i) {
         k.jump(s, one.data(), one.size(), scratch.data());
@@ -190,9 +195,9 @@ class mt19937_engine final : public engine {
 
   std::uint64_t active_seed_ = 0;
   ordering order_ = ordering::pseudo_default;
-  std::size_t ready_ = 0;                   // generators [0, ready_) have a state
-  std::vector<std::uint32_t> blocks_;       // generator g's current block at words(g)
-  std::vector<std::int64_t> block_index_;   // which block that is (-1: the initial state)
+  std::size_t ready_ = 0;                     // generators [0, ready_) have a state
+  std::vector<std::uint32_t> blocks_;         // generator g's current block at words(g)
+  std::vector<std::int64_t> block_index_;     // which block that is (-1: the initial state)
   std::uint32_t frontier_[k_mt19937_n] = {};  // initial state of generator ready_ - 1
 };
 

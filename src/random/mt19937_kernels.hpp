@@ -20,14 +20,15 @@ namespace keel::random::detail::simd {
 inline constexpr std::size_t k_mt19937_jump_table = 624 + 19952;
 inline constexpr std::size_t k_mt19937_jump_scratch = 8 * k_mt19937_jump_table;
 
-#define KEEL_MT19937_KERNEL_DECLS                                                                 \
-  /* The next block of the sequence, in place. */                                                 \
-  void mt19937_regenerate(std::uint32_t* w);                                                      \
+#define KEEL_MT19937_KERNEL_DECLS                                                              \
+  /* The next block of the sequence, in place. */                                              \
+  void mt19937_regenerate(std::uint32_t* w);                                                   \
   /* w <- q(A) w for the polynomial q given as `count` windows; scratch holds                  \
-     k_mt19937_jump_scratch words. */                                                             \
-  void mt19937_jump(std::uint32_t* w, const std::uint32_t* windows, std::size_t count, std::uint32_t* scratch); \
-  /* Row r (0..77) of `count` generators whose blocks follow each other (624 words apart): the   \
-     eight tempered words of generator k go to out[8k .. 8k + 8). */                              \
+     k_mt19937_jump_scratch words. */                                                          \
+  void mt19937_jump(std::uint32_t* w, const std::uint32_t* windows, std::size_t count,         \
+                    std::uint32_t* scratch);                                                   \
+  /* Row r (0..77) of `count` generators whose blocks follow each other (624 words apart): the \
+     eight tempered words of generator k go to out[8k .. 8k + 8). */                           \
   void mt19937_row(const std::uint32_t* blocks, std::size_t count, unsigned r, std::uint32_t* out);
 
 namespace scalar {

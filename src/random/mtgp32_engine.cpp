@@ -4,8 +4,8 @@
 // n mod 256 of round floor(n / (256 B)) of block floor(n / 256) mod B. Every output value
 // consumes one word, whatever the distribution (normals are inverse-CDF, not Box-Muller), so
 // split calls equal one call, for any counts, odd ones included. There is no offset
-// (set_offset answers TYPE_ERROR and changes nothing, as libcurand's); a seed or ordering different from the
-// current one restarts the stream at its first word.
+// (set_offset answers TYPE_ERROR and changes nothing, as libcurand's); a seed or ordering different
+// from the current one restarts the stream at its first word.
 //
 // Each block keeps its state after the rounds it has computed (as a linear array, so that the
 // round vectorizes: mtgp32_simd.hpp) and the words of its latest round; a call computes every

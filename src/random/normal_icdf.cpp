@@ -120,7 +120,9 @@ double horner(const double (&c)[N], double t) {
 }
 
 // Table 59 at t = 1/sqrt(-log y), y = a or 1 - |x|.
-double blair_tail(const blair_coefficients& b, double t) { return horner(b.p59, t) / (horner(b.q59, t) * t); }
+double blair_tail(const blair_coefficients& b, double t) {
+  return horner(b.p59, t) / (horner(b.q59, t) * t);
+}
 
 double blair_erfinv(const blair_coefficients& b, double x) {
   const double fa = std::fabs(x);
@@ -261,7 +263,8 @@ void normal_icdf_floats(const std::uint32_t* w, std::size_t n, float* z) {
   for (std::size_t i = done; i < n; ++i) z[i] = normal_icdf_float(w[i]);
 }
 
-bool normal_icdf_distribution(const request& r, const std::uint32_t* w, std::size_t n, std::size_t at) {
+bool normal_icdf_distribution(const request& r, const std::uint32_t* w, std::size_t n,
+                              std::size_t at) {
   switch (r.what) {
     case kind::normal:
     case kind::log_normal: {

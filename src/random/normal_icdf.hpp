@@ -76,7 +76,8 @@ struct request;
 // index `at`: normal z * sd + mean (in float for floats) and log-normal exp of it, the floats
 // from normal_icdf_floats, the doubles from normal_icdf_doubles. False (nothing written) for
 // any other kind.
-bool normal_icdf_distribution(const request& r, const std::uint32_t* w, std::size_t n, std::size_t at);
+bool normal_icdf_distribution(const request& r, const std::uint32_t* w, std::size_t n,
+                              std::size_t at);
 
 // Blair et al.'s polynomials for Horner's rule: coefficient k of t^k at [k], padded with zeros
 // above the degree and with the monic denominators' leading 1 written out (0 t + 0, 0 t + c
@@ -110,9 +111,10 @@ void normal_icdf_doubles(const std::uint32_t* w, std::size_t n, double* z);
 
 // The SIMD kernels: they compute a prefix of the batch (a multiple of their width) and return
 // its length; normal_icdf_floats and normal_icdf_doubles do the rest.
-#define KEEL_ICDF_SIMD_DECLS                                                     \
-  std::size_t normal_icdf_floats(const std::uint32_t* w, std::size_t n, float* z); \
-  std::size_t normal_icdf_doubles(const blair_coefficients& b, const std::uint32_t* w, std::size_t n, double* z);
+#define KEEL_ICDF_SIMD_DECLS                                                           \
+  std::size_t normal_icdf_floats(const std::uint32_t* w, std::size_t n, float* z);     \
+  std::size_t normal_icdf_doubles(const blair_coefficients& b, const std::uint32_t* w, \
+                                  std::size_t n, double* z);
 namespace simd::avx2 {
 KEEL_ICDF_SIMD_DECLS
 }

@@ -34,12 +34,14 @@ philox_ctr group_words(std::uint64_t q, philox_key key, const std::uint32_t* shi
 
 // Scalar reference path over positions [p0, p0 + n).
 template <class Emit>
-void for_positions(std::uint64_t p0, std::size_t n, philox_key key, const std::uint32_t* shift, Emit&& emit) {
+void for_positions(std::uint64_t p0, std::size_t n, philox_key key, const std::uint32_t* shift,
+                   Emit&& emit) {
   std::size_t i = 0;
   while (i < n) {
     const std::uint64_t p = p0 + i;
     const philox_ctr w = group_words(p / 4, key, shift);
-    for (unsigned lane = static_cast<unsigned>(p % 4); lane < 4 && i < n; ++lane, ++i) emit(i, lane, w);
+    for (unsigned lane = static_cast<unsigned>(p % 4); lane < 4 && i < n; ++lane, ++i)
+      emit(i, lane, w);
   }
 }
 
@@ -47,7 +49,8 @@ class philox_engine final : public engine {
  public:
   status set_ordering(ordering order) override {
     // All three accepted orderings are the same layout, but a change restarts (see the top).
-    if (order != ordering::pseudo_best && order != ordering::pseudo_default && order != ordering::pseudo_legacy)
+    if (order != ordering::pseudo_best && order != ordering::pseudo_default &&
+        order != ordering::pseudo_legacy)
       return status::out_of_range;
     if (order != order_) {
       order_ = order;
@@ -60,10 +63,8 @@ class philox_engine final : public engine {
     switch (r.what) {
       case kind::uniform_double:
       case kind::normal_double:
-      case kind::log_normal_double:
-        return generate_double(r);
-      default:
-        break;
+      case kind::log_normal_double: return generate_double(r);
+      default: break;
     }
     const philox_key key = philox_key_from_seed(seed_);
     const std::uint64_t p0 = position_;
@@ -116,8 +117,7 @@ class philox_engine final : public engine {
         });
         return;
       }
-      default:
-        return;
+      default: return;
     }
   }
 
@@ -144,7 +144,8 @@ class philox_engine final : public engine {
         const std::uint64_t block = j + extra_[t] + (j - first_iteration(t));
         const philox_ctr b0 = philox4x32_10(philox_ctr_of(block, t), key);
         const philox_ctr b1 = philox4x32_10(philox_ctr_of(block + 1, t), key);
-        const std::uint32_t w[8] = {b0.v[0], b0.v[1], b0.v[2], b0.v[3], b1.v[0], b1.v[1], b1.v[2], b1.v[3]};
+        const std::uint32_t w[8] = {b0.v[0], b0.v[1], b0.v[2], b0.v[3],
+                                    b1.v[0], b1.v[1], b1.v[2], b1.v[3]};
         const std::uint64_t lo = std::max(p0, 4 * q), hi = std::min(end, 4 * q + 4);
         double* out = static_cast<double*>(r.out);
         for (std::uint64_t p = lo; p < hi; ++p) {
@@ -192,12 +193,16 @@ class philox_engine final : public engine {
 std::unique_ptr<engine> make_philox_engine() { return std::make_unique<philox_engine>(); }
 
 namespace simd::scalar {
-void philox_u32(std::uint32_t* out, std::uint64_t p, std::size_t n, philox_key key, const std::uint32_t* shift) {
-  for_positions(p, n, key, shift, [&](std::size_t i, unsigned lane, const philox_ctr& w) { out[i] = w.v[lane]; });
-}
-void philox_uniform(float* out, std::uint64_t p, std::size_t n, philox_key key, const std::uint32_t* shift) {
+void philox_u32(std::uint32_t* out, std::uint64_t p, std::size_t n, philox_key key,
+                const std::uint32_t* shift) {
   for_positions(p, n, key, shift,
-                [&](std::size_t i, unsigned lane, const philox_ctr& w) { out[i] = uniform_float(w.v[lane]); });
+                [&](std::size_t i, unsigned lane, const philox_ctr& w) { out[i] = w.v[lane]; });
+}
+void philox_uniform(float* out, std::uint64_t p, std::size_t n, philox_key key,
+                    const std::uint32_t* shift) {
+  for_positions(p, n, key, shift, [&](std::size_t i, unsigned lane, const philox_ctr& w) {
+    out[i] = uniform_float(w.v[lane]);
+  });
 }
 void philox_normal(float* out, std::uint64_t p, std::size_t n, philox_key key, float mean, float sd,
                    const std::uint32_t* shift) {

@@ -88,8 +88,11 @@ poisson_table::poisson_table(double lambda, uniform u) : lambda_(lambda), unifor
   cells_.resize(n + 1);
   for (std::size_t i = 0; i < n; ++i) {
     // u < V_i as a word: w + 1 < V_i 2^32, or w + 0.5 < V_i 2^32 (V_i 2^32 - 0.5 is exact).
-    const double t = u == uniform::plus_one ? std::ceil(v[i] * 0x1p32) - 1.0 : std::ceil(v[i] * 0x1p32 - 0.5);
-    cells_[i].threshold = t <= 0 ? 0u : t >= 0x1p32 - 1 ? 0xffffffffu : static_cast<std::uint32_t>(t);
+    const double t =
+        u == uniform::plus_one ? std::ceil(v[i] * 0x1p32) - 1.0 : std::ceil(v[i] * 0x1p32 - 0.5);
+    cells_[i].threshold = t <= 0            ? 0u
+                          : t >= 0x1p32 - 1 ? 0xffffffffu
+                                            : static_cast<std::uint32_t>(t);
     cells_[i].alias = first_ + alias[i];
   }
   cells_[n] = {0, first_};
@@ -124,7 +127,8 @@ poisson_inversion::poisson_inversion(double lambda) : lambda_(lambda) {
 std::uint32_t poisson_inversion::operator()(std::uint32_t w) const noexcept {
   const std::uint32_t* t = thresholds_.data();
   const std::size_t b = w >> (32 - k_guide_bits);
-  return first_ + static_cast<std::uint32_t>(std::upper_bound(t + guide_[b], t + guide_[b + 1], w) - t);
+  return first_ +
+         static_cast<std::uint32_t>(std::upper_bound(t + guide_[b], t + guide_[b + 1], w) - t);
 }
 
 void poisson_inversion::map(std::uint32_t* words, std::size_t n) const noexcept {
@@ -133,18 +137,20 @@ void poisson_inversion::map(std::uint32_t* words, std::size_t n) const noexcept 
 
 namespace {
 
-static_assert(sizeof(poisson_table::cell) == 8, "the SIMD lookups gather a cell as one 64-bit word");
+static_assert(sizeof(poisson_table::cell) == 8,
+              "the SIMD lookups gather a cell as one 64-bit word");
 
 void map_scalar(const poisson_table& t, std::uint32_t* w, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) w[i] = t(w[i]);
 }
 
 #if defined(__x86_64__)
-// Four words per step: j = (n w + n) >> 32 (or (2 n w + n) >> 33) in 64-bit lanes, one gather of the cells
-// {threshold, alias}, then first + j where w < threshold, alias elsewhere. Also the AVX-512
-// level's kernel: 512-bit gathers were slower (AMD EPYC of the reference machine, 0.9-1.2
+// Four words per step: j = (n w + n) >> 32 (or (2 n w + n) >> 33) in 64-bit lanes, one gather of
+// the cells {threshold, alias}, then first + j where w < threshold, alias elsewhere. Also the
+// AVX-512 level's kernel: 512-bit gathers were slower (AMD EPYC of the reference machine, 0.9-1.2
 // against 0.8 ns per word; scalar 1.1-1.3).
-__attribute__((target("avx2"))) void map_avx2(const poisson_table& t, std::uint32_t* w, std::size_t n) {
+__attribute__((target("avx2"))) void map_avx2(const poisson_table& t, std::uint32_t* w,
+                                              std::size_t n) {
   const auto* cells = reinterpret_cast<const long long*>(t.cells().data());
   const __m256i size = _mm256_set1_epi64x(t.size()), first = _mm256_set1_epi64x(t.first());
   const __m256i low = _mm256_set1_epi64x(0xffffffffll), all = _mm256_set1_epi64x(-1);
@@ -152,7 +158,8 @@ __attribute__((target("avx2"))) void map_avx2(const poisson_table& t, std::uint3
   const bool half = t.convention() == poisson_table::uniform::plus_half;
   std::size_t i = 0;
   for (; i + 4 <= n; i += 4) {
-    const __m256i x = _mm256_cvtepu32_epi64(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + i)));
+    const __m256i x =
+        _mm256_cvtepu32_epi64(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + i)));
     const __m256i sx = _mm256_mul_epu32(x, size);
     const __m256i j = half ? _mm256_srli_epi64(_mm256_add_epi64(_mm256_slli_epi64(sx, 1), size), 33)
                            : _mm256_srli_epi64(_mm256_add_epi64(sx, size), 32);
@@ -184,8 +191,9 @@ namespace {
 #if defined(__x86_64__)
 // Four at a time in double: the same multiply and two adds, each rounded, and truncation
 // (the counts are below 2^31).
-__attribute__((target("avx2"))) std::size_t from_normals_avx2(const float* z, std::uint32_t* out, std::size_t n,
-                                                              double lambda, double s) {
+__attribute__((target("avx2"))) std::size_t from_normals_avx2(const float* z, std::uint32_t* out,
+                                                              std::size_t n, double lambda,
+                                                              double s) {
   const __m256d vs = _mm256_set1_pd(s), vl = _mm256_set1_pd(lambda), half = _mm256_set1_pd(0.5);
   std::size_t i = 0;
   for (; i + 4 <= n; i += 4) {
@@ -198,7 +206,8 @@ __attribute__((target("avx2"))) std::size_t from_normals_avx2(const float* z, st
 #endif
 }  // namespace
 
-void poisson_from_normals(const float* z, std::uint32_t* out, std::size_t n, double lambda) noexcept {
+void poisson_from_normals(const float* z, std::uint32_t* out, std::size_t n,
+                          double lambda) noexcept {
   if (std::isnan(lambda)) {
     std::fill(out, out + n, 0u);
     return;
@@ -206,7 +215,8 @@ void poisson_from_normals(const float* z, std::uint32_t* out, std::size_t n, dou
   const double s = std::sqrt(lambda);
   std::size_t i = 0;
 #if defined(__x86_64__)
-  if (detail::simd::active_level() != detail::simd::level::scalar) i = from_normals_avx2(z, out, n, lambda, s);
+  if (detail::simd::active_level() != detail::simd::level::scalar)
+    i = from_normals_avx2(z, out, n, lambda, s);
 #endif
   for (; i < n; ++i) {
     float zi;
@@ -218,22 +228,27 @@ void poisson_from_normals(const float* z, std::uint32_t* out, std::size_t n, dou
 
 namespace detail {
 
-status generate_poisson(engine& e, rng_type type, poisson_cache& cache, std::uint32_t* out, std::size_t n,
-                        double lambda, unsigned threads) {
+status generate_poisson(engine& e, rng_type type, poisson_cache& cache, std::uint32_t* out,
+                        std::size_t n, double lambda, unsigned threads) {
   if (n == 0) return status::success;
   if (lambda <= 0 || lambda > k_poisson_max_lambda) return status::out_of_range;
   // Post-processing in place, in chunks of whole cache lines, on the engine's worker count.
   auto each_chunk = [&](auto&& fn) {
     constexpr std::size_t k_chunk = 1 << 14;
-    parallel_for((n + k_chunk - 1) / k_chunk, workers_for(n, threads), [&](std::size_t cb, std::size_t ce) {
-      for (std::size_t c = cb; c < ce; ++c) fn(c * k_chunk, std::min(n, (c + 1) * k_chunk));
-    });
+    parallel_for((n + k_chunk - 1) / k_chunk, workers_for(n, threads),
+                 [&](std::size_t cb, std::size_t ce) {
+                   for (std::size_t c = cb; c < ce; ++c)
+                     fn(c * k_chunk, std::min(n, (c + 1) * k_chunk));
+                 });
   };
   const poisson_method method = poisson_method_for(type, lambda);
   if (method == poisson_method::table || method == poisson_method::inversion) {
-    if (const status s = e.generate(request{kind::u32, out, n, 0.0, 1.0, threads}); s != status::success) return s;
+    if (const status s = e.generate(request{kind::u32, out, n, 0.0, 1.0, threads});
+        s != status::success)
+      return s;
     if (method == poisson_method::table) {
-      const auto u = type == rng_type::mt19937 ? poisson_table::uniform::plus_half : poisson_table::uniform::plus_one;
+      const auto u = type == rng_type::mt19937 ? poisson_table::uniform::plus_half
+                                               : poisson_table::uniform::plus_one;
       if (!cache.table || cache.table->lambda() != lambda || cache.table->convention() != u)
         cache.table = std::make_unique<const poisson_table>(lambda, u);
       each_chunk([&](std::size_t b, std::size_t end) { cache.table->map(out + b, end - b); });
@@ -251,7 +266,9 @@ status generate_poisson(engine& e, rng_type type, poisson_cache& cache, std::uin
     return status::success;
   }
   if (method == poisson_method::normal) {
-    each_chunk([&](std::size_t b, std::size_t end) { poisson_from_normals(z + b, out + b, end - b, lambda); });
+    each_chunk([&](std::size_t b, std::size_t end) {
+      poisson_from_normals(z + b, out + b, end - b, lambda);
+    });
     return status::success;
   }
   each_chunk([&](std::size_t b, std::size_t end) {

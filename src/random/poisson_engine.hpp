@@ -22,7 +22,7 @@ struct poisson_cache {
 // cuRAND's statuses: success for n = 0, out_of_range for lambda <= 0 or > 400000 (NaN is
 // accepted and gives poisson_nan_count(type)), then the engine's own (e.g. Sobol's
 // length_not_multiple). `type` selects libcurand's method (poisson_method_for).
-status generate_poisson(engine& e, rng_type type, poisson_cache& cache, std::uint32_t* out, std::size_t n,
-                        double lambda, unsigned threads);
+status generate_poisson(engine& e, rng_type type, poisson_cache& cache, std::uint32_t* out,
+                        std::size_t n, double lambda, unsigned threads);
 
 }  // namespace keel::random::detail

@@ -19,9 +19,12 @@ level active_level() noexcept;
 void force_level(level l) noexcept;
 
 // Philox outputs for positions [p, p + n).
-void philox_u32(std::uint32_t* out, std::uint64_t p, std::size_t n, philox_key key, const std::uint32_t* shift);
-void philox_uniform(float* out, std::uint64_t p, std::size_t n, philox_key key, const std::uint32_t* shift);
-void philox_normal(float* out, std::uint64_t p, std::size_t n, philox_key key, float mean, float sd, const std::uint32_t* shift);
+void philox_u32(std::uint32_t* out, std::uint64_t p, std::size_t n, philox_key key,
+                const std::uint32_t* shift);
+void philox_uniform(float* out, std::uint64_t p, std::size_t n, philox_key key,
+                    const std::uint32_t* shift);
+void philox_normal(float* out, std::uint64_t p, std::size_t n, philox_key key, float mean, float sd,
+                   const std::uint32_t* shift);
 
 // The kinds the row kernels of the thread-layout generators vectorize.
 enum class row_kind { u32, uniform, normal };
@@ -33,25 +36,27 @@ inline constexpr int k_row_lanes = 16;
 // slot index i + j * stride of `out` (normal: two floats per slot). States are advanced.
 // Only for the SIMD levels; the scalar engine loops per thread.
 bool has_row_kernels() noexcept;
-void xorwow_rows(xorwow_state* st, std::size_t rows, row_kind kind, void* out, std::size_t stride, float mean,
-                 float sd);
-void mrg32k3a_rows(mrg32k3a_state* st, std::size_t rows, row_kind kind, void* out, std::size_t stride, float mean,
-                   float sd);
+void xorwow_rows(xorwow_state* st, std::size_t rows, row_kind kind, void* out, std::size_t stride,
+                 float mean, float sd);
+void mrg32k3a_rows(mrg32k3a_state* st, std::size_t rows, row_kind kind, void* out,
+                   std::size_t stride, float mean, float sd);
 // The vector logf / sincosf on 16 inputs at the active level (for exhaustive checks).
 void logf16(const float* in, float* out);
 void sincosf16(const float* in, float* s, float* c);
 
-#define KEEL_RANDOM_SIMD_DECLS                                                                   \
-  void philox_u32(std::uint32_t* out, std::uint64_t p, std::size_t n, philox_key key, const std::uint32_t* shift);           \
-  void philox_uniform(float* out, std::uint64_t p, std::size_t n, philox_key key, const std::uint32_t* shift);               \
-  void philox_normal(float* out, std::uint64_t p, std::size_t n, philox_key key, float mean,     \
+#define KEEL_RANDOM_SIMD_DECLS                                                               \
+  void philox_u32(std::uint32_t* out, std::uint64_t p, std::size_t n, philox_key key,        \
+                  const std::uint32_t* shift);                                               \
+  void philox_uniform(float* out, std::uint64_t p, std::size_t n, philox_key key,            \
+                      const std::uint32_t* shift);                                           \
+  void philox_normal(float* out, std::uint64_t p, std::size_t n, philox_key key, float mean, \
                      float sd, const std::uint32_t* shift);
-#define KEEL_RANDOM_VECTOR_DECLS                                                                     \
-  void xorwow_rows(xorwow_state* st, std::size_t rows, row_kind kind, void* out, std::size_t stride,  \
-                   float mean, float sd);                                                            \
-  void mrg32k3a_rows(mrg32k3a_state* st, std::size_t rows, row_kind kind, void* out,                 \
-                     std::size_t stride, float mean, float sd);                                      \
-  void logf16(const float* in, float* out);                                                          \
+#define KEEL_RANDOM_VECTOR_DECLS                                                     \
+  void xorwow_rows(xorwow_state* st, std::size_t rows, row_kind kind, void* out,     \
+                   std::size_t stride, float mean, float sd);                        \
+  void mrg32k3a_rows(mrg32k3a_state* st, std::size_t rows, row_kind kind, void* out, \
+                     std::size_t stride, float mean, float sd);                      \
+  void logf16(const float* in, float* out);                                          \
   void sincosf16(const float* in, float* s, float* c);
 namespace scalar {
 KEEL_RANDOM_SIMD_DECLS
@@ -59,11 +64,11 @@ KEEL_RANDOM_SIMD_DECLS
 namespace avx2 {
 KEEL_RANDOM_SIMD_DECLS
 KEEL_RANDOM_VECTOR_DECLS
-}
+}  // namespace avx2
 namespace avx512 {
 KEEL_RANDOM_SIMD_DECLS
 KEEL_RANDOM_VECTOR_DECLS
-}
+}  // namespace avx512
 #undef KEEL_RANDOM_VECTOR_DECLS
 #undef KEEL_RANDOM_SIMD_DECLS
 

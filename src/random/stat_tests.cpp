@@ -53,7 +53,8 @@ test_result chi_square_uniform(std::span<const float> u, int buckets) {
   const double expect = static_cast<double>(u.size()) / buckets;
   double chi2 = 0;
   for (double c : count) chi2 += (c - expect) * (c - expect) / expect;
-  return {"chi-square uniform (" + std::to_string(buckets) + " buckets)", chi2, chi_square_p(chi2, buckets - 1)};
+  return {"chi-square uniform (" + std::to_string(buckets) + " buckets)", chi2,
+          chi_square_p(chi2, buckets - 1)};
 }
 
 test_result kolmogorov_smirnov_normal(std::span<const float> z) {
@@ -86,10 +87,14 @@ test_result anderson_darling_normal(std::span<const float> z) {
   // Marsaglia & Marsaglia (2004), "Evaluating the Anderson-Darling distribution": ADinf.
   double p;
   if (a2 < 2) {
-    p = 1 - std::exp(-1.2337141 / a2) / std::sqrt(a2) *
-                (2.00012 + (.247105 - (.0649821 - (.0347962 - (.011672 - .00168691 * a2) * a2) * a2) * a2) * a2);
+    p = 1 -
+        std::exp(-1.2337141 / a2) / std::sqrt(a2) *
+            (2.00012 +
+             (.247105 - (.0649821 - (.0347962 - (.011672 - .00168691 * a2) * a2) * a2) * a2) * a2);
   } else {
-    p = 1 - std::exp(-std::exp(1.0776 - (2.30695 - (.43424 - (.082433 - (.008056 - .0003146 * a2) * a2) * a2) * a2) * a2));
+    p = 1 - std::exp(-std::exp(
+                1.0776 -
+                (2.30695 - (.43424 - (.082433 - (.008056 - .0003146 * a2) * a2) * a2) * a2) * a2));
   }
   return {"Anderson-Darling vs normal CDF", a2, std::clamp(p, 0.0, 1.0)};
 }
@@ -131,7 +136,8 @@ test_result serial_correlation(std::span<const float> x) {
   return {"lag-1 serial correlation (r * sqrt(n))", z, two_sided(z)};
 }
 
-test_result inter_stream_differences(const stream_fn& stream, std::size_t streams, std::size_t steps) {
+test_result inter_stream_differences(const stream_fn& stream, std::size_t streams,
+                                     std::size_t steps) {
   std::vector<std::uint32_t> prev(steps), cur(steps);
   std::vector<double> count(256, 0.0);
   stream(0, steps, prev.data());
@@ -146,7 +152,8 @@ test_result inter_stream_differences(const stream_fn& stream, std::size_t stream
   return {"neighbouring-stream differences (chi-square, 255 dof)", chi2, chi_square_p(chi2, 255)};
 }
 
-test_result inter_stream_correlation(const stream_fn& stream, std::size_t streams, std::size_t steps) {
+test_result inter_stream_correlation(const stream_fn& stream, std::size_t streams,
+                                     std::size_t steps) {
   std::vector<std::uint32_t> a(steps), b(steps);
   auto corr = [&](const std::vector<std::uint32_t>& x, const std::vector<std::uint32_t>& y) {
     double mx = 0, my = 0;

@@ -39,13 +39,14 @@ struct xorwow_core {
   using state = xorwow_state;
   static std::uint32_t next(state& s) { return xorwow_next(s); }
   static bool accepts(ordering o) {
-    return o == ordering::pseudo_best || o == ordering::pseudo_default || o == ordering::pseudo_legacy ||
-           o == ordering::pseudo_seeded;
+    return o == ordering::pseudo_best || o == ordering::pseudo_default ||
+           o == ordering::pseudo_legacy || o == ordering::pseudo_seeded;
   }
   static unsigned thread_count(ordering) { return 4096; }
   static void base_states(std::uint64_t seed, ordering o, std::vector<state>& base) {
     if (o == ordering::pseudo_seeded) {
-      for (std::size_t t = 0; t < base.size(); ++t) base[t] = xorwow_seed(seed + t * k_xorwow_seeded_stride);
+      for (std::size_t t = 0; t < base.size(); ++t)
+        base[t] = xorwow_seed(seed + t * k_xorwow_seeded_stride);
       return;
     }
     state s = xorwow_seed(seed);
@@ -61,37 +62,31 @@ struct xorwow_core {
     else
       xorwow_skipahead(s, n);
   }
-  static void rows(state* st, std::size_t rows, simd::row_kind k, void* out, std::size_t stride, float mean,
-                   float sd) {
+  static void rows(state* st, std::size_t rows, simd::row_kind k, void* out, std::size_t stride,
+                   float mean, float sd) {
     simd::xorwow_rows(st, rows, k, out, stride, mean, sd);
   }
   // The Box-Muller pair of words (w0, w1): {sin, cos} times the radius.
-  static float_pair normal_pair(std::uint32_t w0, std::uint32_t w1) { return box_muller<glibc_math>(w0, w1); }
+  static float_pair normal_pair(std::uint32_t w0, std::uint32_t w1) {
+    return box_muller<glibc_math>(w0, w1);
+  }
   static slot_shape shape(kind k) {
     switch (k) {
       case kind::u32:
-      case kind::uniform:
-        return {1, 1};
-      case kind::uniform_double:
-        return {2, 1};
+      case kind::uniform: return {1, 1};
+      case kind::uniform_double: return {2, 1};
       case kind::normal:
-      case kind::log_normal:
-        return {2, 2};
+      case kind::log_normal: return {2, 2};
       case kind::normal_double:
-      case kind::log_normal_double:
-        return {4, 2};
+      case kind::log_normal_double: return {4, 2};
     }
     return {1, 1};
   }
   static void emit(const request& r, std::size_t i, const std::uint32_t* w) {
     const float mean = static_cast<float>(r.mean), sd = static_cast<float>(r.stddev);
     switch (r.what) {
-      case kind::u32:
-        static_cast<std::uint32_t*>(r.out)[i] = w[0];
-        return;
-      case kind::uniform:
-        static_cast<float*>(r.out)[i] = uniform_float(w[0]);
-        return;
+      case kind::u32: static_cast<std::uint32_t*>(r.out)[i] = w[0]; return;
+      case kind::uniform: static_cast<float*>(r.out)[i] = uniform_float(w[0]); return;
       case kind::uniform_double:
         static_cast<double*>(r.out)[i] = uniform_double(w[0], w[1]);
         return;
@@ -131,7 +126,8 @@ struct mrg_core {
   using state = mrg32k3a_state;
   static std::uint32_t next(state& s) { return mrg32k3a_next(s); }
   static bool accepts(ordering o) {
-    return o == ordering::pseudo_best || o == ordering::pseudo_default || o == ordering::pseudo_legacy;
+    return o == ordering::pseudo_best || o == ordering::pseudo_default ||
+           o == ordering::pseudo_legacy;
   }
   static unsigned thread_count(ordering o) { return o == ordering::pseudo_legacy ? 4096 : 81920; }
   static void base_states(std::uint64_t seed, ordering, std::vector<state>& base) {
@@ -145,8 +141,8 @@ struct mrg_core {
     }
   }
   static void skip(state& s, std::uint64_t n) { mrg32k3a_skipahead(s, n); }
-  static void rows(state* st, std::size_t rows, simd::row_kind k, void* out, std::size_t stride, float mean,
-                   float sd) {
+  static void rows(state* st, std::size_t rows, simd::row_kind k, void* out, std::size_t stride,
+                   float mean, float sd) {
     simd::mrg32k3a_rows(st, rows, k, out, stride, mean, sd);
   }
   static float_pair normal_pair(std::uint32_t w0, std::uint32_t w1) {
@@ -162,21 +158,15 @@ struct mrg_core {
       case kind::normal:
       case kind::log_normal:
       case kind::normal_double:
-      case kind::log_normal_double:
-        return {2, 2};
-      default:
-        return {1, 1};
+      case kind::log_normal_double: return {2, 2};
+      default: return {1, 1};
     }
   }
   static void emit(const request& r, std::size_t i, const std::uint32_t* w) {
     const float mean = static_cast<float>(r.mean), sd = static_cast<float>(r.stddev);
     switch (r.what) {
-      case kind::u32:
-        static_cast<std::uint32_t*>(r.out)[i] = mrg32k3a_bits(w[0]);
-        return;
-      case kind::uniform:
-        static_cast<float*>(r.out)[i] = mrg32k3a_uniform(w[0]);
-        return;
+      case kind::u32: static_cast<std::uint32_t*>(r.out)[i] = mrg32k3a_bits(w[0]); return;
+      case kind::uniform: static_cast<float*>(r.out)[i] = mrg32k3a_uniform(w[0]); return;
       case kind::uniform_double:
         static_cast<double*>(r.out)[i] = mrg32k3a_uniform_double(w[0]);
         return;
@@ -266,8 +256,8 @@ class thread_engine final : public engine {
         const std::uint64_t o0 = first_slot(t0) - q;
         const std::uint64_t rows = o0 + lanes <= slots ? (slots - o0 - lanes) / t_count + 1 : 0;
         if (rows > 0)
-          Core::rows(&cache_[t0], rows, rk, static_cast<char*>(r.out) + o0 * shape.outputs * 4, t_count,
-                     static_cast<float>(r.mean), static_cast<float>(r.stddev));
+          Core::rows(&cache_[t0], rows, rk, static_cast<char*>(r.out) + o0 * shape.outputs * 4,
+                     t_count, static_cast<float>(r.mean), static_cast<float>(r.stddev));
         for (std::size_t i = 0; i < lanes; ++i) run_thread(t0 + i, q + o0 + i + rows * t_count);
       }
     });
@@ -314,7 +304,8 @@ class thread_engine final : public engine {
         };
         if (simd::has_row_kernels())
           for (std::uint64_t r0 = 0; r0 < rows; r0 += chunk_rows) {
-            const std::size_t m = static_cast<std::size_t>(std::min<std::uint64_t>(chunk_rows, rows - r0));
+            const std::size_t m =
+                static_cast<std::size_t>(std::min<std::uint64_t>(chunk_rows, rows - r0));
             Core::rows(&cache_[t0], m, simd::row_kind::normal, pairs, lanes, 0.0f, 1.0f);
             for (std::size_t j = 0; j < m; ++j) {
               const float* z = pairs + 2 * lanes * j;
@@ -370,7 +361,8 @@ class thread_engine final : public engine {
     // Thread t starts past one word for each of its ceil((q - t) / T) slots before q.
     const std::uint64_t t_count = base_.size();
     cache_ = base_;
-    for (std::uint64_t t = 0; t < t_count && t < position_; ++t) Core::skip(cache_[t], (position_ - t - 1) / t_count + 1);
+    for (std::uint64_t t = 0; t < t_count && t < position_; ++t)
+      Core::skip(cache_[t], (position_ - t - 1) / t_count + 1);
   }
 
   ordering order_ = ordering::pseudo_default;
@@ -381,7 +373,11 @@ class thread_engine final : public engine {
 
 }  // namespace
 
-std::unique_ptr<engine> make_xorwow_engine() { return std::make_unique<thread_engine<xorwow_core>>(); }
-std::unique_ptr<engine> make_mrg32k3a_engine() { return std::make_unique<thread_engine<mrg_core>>(); }
+std::unique_ptr<engine> make_xorwow_engine() {
+  return std::make_unique<thread_engine<xorwow_core>>();
+}
+std::unique_ptr<engine> make_mrg32k3a_engine() {
+  return std::make_unique<thread_engine<mrg_core>>();
+}
 
 }  // namespace keel::random::detail

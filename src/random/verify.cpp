@@ -10,9 +10,9 @@
 #include "keel/core/error.hpp"
 #include "keel/random/curand_reference.hpp"
 #include "keel/random/erfcinv_tables.hpp"
-#include "keel/random/sobol.hpp"
 #include "keel/random/mtgp32_tables.hpp"
 #include "keel/random/poisson.hpp"
+#include "keel/random/sobol.hpp"
 #include "simd.hpp"
 
 namespace keel::random {
@@ -32,9 +32,9 @@ std::string_view to_string(distribution d) noexcept {
 }
 
 distribution parse_distribution(std::string_view name) {
-  for (auto d : {distribution::raw, distribution::uniform, distribution::uniform_double, distribution::normal,
-                 distribution::normal_double, distribution::log_normal, distribution::log_normal_double,
-                 distribution::poisson})
+  for (auto d : {distribution::raw, distribution::uniform, distribution::uniform_double,
+                 distribution::normal, distribution::normal_double, distribution::log_normal,
+                 distribution::log_normal_double, distribution::poisson})
     if (name == to_string(d)) return d;
   throw invalid_argument("unknown distribution '" + std::string(name) +
                          "' (raw, uniform, uniform-double, normal, normal-double, log-normal, "
@@ -45,13 +45,14 @@ rng_type parse_rng_type(std::string_view name) {
   for (auto t : {rng_type::philox4_32_10, rng_type::xorwow, rng_type::mrg32k3a, rng_type::mtgp32,
                  rng_type::mt19937, rng_type::sobol32, rng_type::scrambled_sobol32})
     if (name == to_string(t)) return t;
-  throw invalid_argument("unknown generator '" + std::string(name) +
-                         "' (philox4_32_10, xorwow, mrg32k3a, mtgp32, mt19937, sobol32, scrambled_sobol32)");
+  throw invalid_argument(
+      "unknown generator '" + std::string(name) +
+      "' (philox4_32_10, xorwow, mrg32k3a, mtgp32, mt19937, sobol32, scrambled_sobol32)");
 }
 
 ordering parse_ordering(std::string_view name) {
-  for (auto o : {ordering::pseudo_default, ordering::pseudo_best, ordering::pseudo_legacy, ordering::pseudo_seeded,
-                 ordering::pseudo_dynamic, ordering::quasi_default})
+  for (auto o : {ordering::pseudo_default, ordering::pseudo_best, ordering::pseudo_legacy,
+                 ordering::pseudo_seeded, ordering::pseudo_dynamic, ordering::quasi_default})
     if (name == to_string(o)) return o;
   throw invalid_argument("unknown ordering '" + std::string(name) +
                          "' (default, best, legacy, seeded, dynamic, quasi_default)");
@@ -61,10 +62,8 @@ std::size_t value_size(distribution d) noexcept {
   switch (d) {
     case distribution::uniform_double:
     case distribution::normal_double:
-    case distribution::log_normal_double:
-      return 8;
-    default:
-      return 4;
+    case distribution::log_normal_double: return 8;
+    default: return 4;
   }
 }
 
@@ -93,7 +92,8 @@ std::string verify_case::name() const {
   }
   if (dist == distribution::poisson)
     s << "/lambda=" << params.lambda;
-  else if (dist != distribution::raw && dist != distribution::uniform && dist != distribution::uniform_double)
+  else if (dist != distribution::raw && dist != distribution::uniform &&
+           dist != distribution::uniform_double)
     s << "/mean=" << params.mean << "/sd=" << params.stddev;
   return s.str();
 }
@@ -120,7 +120,9 @@ run_output run_with(G& g, const verify_case& c) {
         case midstream_change::setter::none: break;
         case midstream_change::setter::seed: note(g.set_seed(c.then.value)); break;
         case midstream_change::setter::offset: note(g.set_offset(c.then.value)); break;
-        case midstream_change::setter::ordering: note(g.set_ordering(static_cast<ordering>(c.then.value))); break;
+        case midstream_change::setter::ordering:
+          note(g.set_ordering(static_cast<ordering>(c.then.value)));
+          break;
       }
     }
     note(generate(g, c.dist, out.bytes.data() + at * vs, c.calls[i], c.params));
@@ -139,7 +141,8 @@ run_output run_keel(const verify_case& c, unsigned threads) {
 
 run_output run_curand(const verify_case& c) {
   std::unique_ptr<curand_generator> g;
-  if (const status s = curand_reference::get().create_host_generator(c.type, g); s != status::success)
+  if (const status s = curand_reference::get().create_host_generator(c.type, g);
+      s != status::success)
     return run_output{s, {}};
   return run_with(*g, c);
 }
@@ -168,14 +171,16 @@ std::optional<mismatch> compare(const run_output& a, const run_output& b, std::s
 bool uses_double_icdf(rng_type type, distribution d) noexcept {
   if (d != distribution::normal_double && d != distribution::log_normal_double) return false;
   // MTGP32's normal double widens its float normal; Philox, XORWOW and MRG32k3a use Box-Muller.
-  return type == rng_type::mt19937 || type == rng_type::sobol32 || type == rng_type::scrambled_sobol32 ||
+  return type == rng_type::mt19937 || type == rng_type::sobol32 ||
+         type == rng_type::scrambled_sobol32 ||
          (type == rng_type::mtgp32 && d == distribution::log_normal_double);
 }
 
 namespace {
 // The slice: two cases per combination, rotating through seeds and offsets.
 // `offsets`: how many of the 4 offsets the combination has (MT19937: 1).
-bool in_slice(std::size_t rotation, std::size_t si, std::size_t oi, int split, std::size_t offsets = 4) {
+bool in_slice(std::size_t rotation, std::size_t si, std::size_t oi, int split,
+              std::size_t offsets = 4) {
   const std::size_t k = rotation % 20;
   return (si == k % 5 && oi == (k / 5) % 4 % offsets && split == 0) ||
          (si == (k + 2) % 5 && oi == (k + 1) % 4 % offsets && split == 1);
@@ -186,20 +191,32 @@ std::vector<verify_case> standard_cases(std::size_t length, bool full, std::uint
   const std::uint64_t seeds[] = {0, 42, 1234, ~std::uint64_t{0}, random_seed};
   const std::uint64_t offsets[] = {0, 1, 3, 1000003};
   const std::pair<rng_type, ordering> engines[] = {
-      {rng_type::philox4_32_10, ordering::pseudo_default}, {rng_type::philox4_32_10, ordering::pseudo_best},
-      {rng_type::philox4_32_10, ordering::pseudo_legacy},  {rng_type::xorwow, ordering::pseudo_default},
-      {rng_type::xorwow, ordering::pseudo_best},           {rng_type::xorwow, ordering::pseudo_legacy},
-      {rng_type::mrg32k3a, ordering::pseudo_default},      {rng_type::mrg32k3a, ordering::pseudo_best},
-      {rng_type::mrg32k3a, ordering::pseudo_legacy},       {rng_type::xorwow, ordering::pseudo_seeded},
-      {rng_type::mt19937, ordering::pseudo_default},       {rng_type::mt19937, ordering::pseudo_legacy},
-      {rng_type::mtgp32, ordering::pseudo_default},        {rng_type::mtgp32, ordering::pseudo_best},
-      {rng_type::mtgp32, ordering::pseudo_legacy},         {rng_type::sobol32, ordering::quasi_default},
+      {rng_type::philox4_32_10, ordering::pseudo_default},
+      {rng_type::philox4_32_10, ordering::pseudo_best},
+      {rng_type::philox4_32_10, ordering::pseudo_legacy},
+      {rng_type::xorwow, ordering::pseudo_default},
+      {rng_type::xorwow, ordering::pseudo_best},
+      {rng_type::xorwow, ordering::pseudo_legacy},
+      {rng_type::mrg32k3a, ordering::pseudo_default},
+      {rng_type::mrg32k3a, ordering::pseudo_best},
+      {rng_type::mrg32k3a, ordering::pseudo_legacy},
+      {rng_type::xorwow, ordering::pseudo_seeded},
+      {rng_type::mt19937, ordering::pseudo_default},
+      {rng_type::mt19937, ordering::pseudo_legacy},
+      {rng_type::mtgp32, ordering::pseudo_default},
+      {rng_type::mtgp32, ordering::pseudo_best},
+      {rng_type::mtgp32, ordering::pseudo_legacy},
+      {rng_type::sobol32, ordering::quasi_default},
       {rng_type::scrambled_sobol32, ordering::quasi_default},
   };
   const std::uint32_t quasi_dimensions[] = {1, 3, 64, 1000, k_sobol32_max_dimensions};
-  const distribution dists[] = {distribution::raw,           distribution::uniform,    distribution::normal,
-                                distribution::log_normal,    distribution::uniform_double,
-                                distribution::normal_double, distribution::log_normal_double};
+  const distribution dists[] = {distribution::raw,
+                                distribution::uniform,
+                                distribution::normal,
+                                distribution::log_normal,
+                                distribution::uniform_double,
+                                distribution::normal_double,
+                                distribution::log_normal_double};
   length += length % 2;  // normals of some generators need even lengths
   std::vector<verify_case> out;
   std::size_t rotation = 0;
@@ -224,10 +241,13 @@ std::vector<verify_case> standard_cases(std::size_t length, bool full, std::uint
             c.seed = quasi ? 0 : seeds[si];
             c.dimensions = quasi ? quasi_dimensions[si] : 1;
             c.offset = offsets[oi];
-            if (d == distribution::normal || d == distribution::normal_double) c.params = {1.5, 2.0, 1.0};
-            if (d == distribution::log_normal || d == distribution::log_normal_double) c.params = {0.25, 0.5, 1.0};
+            if (d == distribution::normal || d == distribution::normal_double)
+              c.params = {1.5, 2.0, 1.0};
+            if (d == distribution::log_normal || d == distribution::log_normal_double)
+              c.params = {0.25, 0.5, 1.0};
             if (quasi) {
-              const std::size_t dims = c.dimensions, total = std::max<std::size_t>(length / dims, 2) * dims;
+              const std::size_t dims = c.dimensions,
+                                total = std::max<std::size_t>(length / dims, 2) * dims;
               const std::size_t a = total / 4 / dims * dims;
               c.calls = split == 0 ? std::vector<std::size_t>{total}
                                    : std::vector<std::size_t>{a, dims, total - a - dims};
@@ -243,10 +263,10 @@ std::vector<verify_case> standard_cases(std::size_t length, bool full, std::uint
             // generator in `engines`) between the first and the second call.
             std::size_t next = (e + 1) % std::size(engines);
             while (engines[next].first != type) next = (next + 1) % std::size(engines);
-            const midstream_change changes[] = {
-                {midstream_change::setter::seed, 7},
-                {midstream_change::setter::offset, 12345},
-                {midstream_change::setter::ordering, static_cast<std::uint64_t>(engines[next].second)}};
+            const midstream_change changes[] = {{midstream_change::setter::seed, 7},
+                                                {midstream_change::setter::offset, 12345},
+                                                {midstream_change::setter::ordering,
+                                                 static_cast<std::uint64_t>(engines[next].second)}};
             for (std::size_t k = 0; k < 3; ++k) {
               if (!full && k != rotation % 3) continue;
               c.then = changes[k];
@@ -268,12 +288,16 @@ std::vector<verify_case> standard_cases(std::size_t length, bool full, std::uint
         for (std::size_t oi = 0; oi < (mt ? 1 : 4); ++oi)
           for (int split = 0; split < 2; ++split) {
             if (!full && !in_slice(rotation, si, oi, split, mt ? 1 : 4)) continue;
-            verify_case c{type, order, distribution::poisson, quasi ? 0 : seeds[si], offsets[oi], {},
-                          {0.0, 1.0, lambda}, quasi ? quasi_dimensions[si] : 1, {}};
+            verify_case c{
+                type,        order, distribution::poisson, quasi ? 0 : seeds[si],
+                offsets[oi], {},    {0.0, 1.0, lambda},    quasi ? quasi_dimensions[si] : 1,
+                {}};
             if (quasi) {
-              const std::size_t dims = c.dimensions, total = std::max<std::size_t>((length + 1) / dims, 2) * dims;
+              const std::size_t dims = c.dimensions,
+                                total = std::max<std::size_t>((length + 1) / dims, 2) * dims;
               const std::size_t a = total / 4 / dims * dims;
-              c.calls = split == 0 ? std::vector<std::size_t>{total} : std::vector<std::size_t>{a, dims, total - a - dims};
+              c.calls = split == 0 ? std::vector<std::size_t>{total}
+                                   : std::vector<std::size_t>{a, dims, total - a - dims};
             } else {
               const std::size_t a = (length / 4) & ~std::size_t{1};
               c.calls = split == 0 ? std::vector<std::size_t>{length + 1}
@@ -286,13 +310,19 @@ std::vector<verify_case> standard_cases(std::size_t length, bool full, std::uint
   return out;
 }
 
-std::vector<verify_case> poisson_sweep_cases(std::size_t lambdas, std::size_t length, std::uint64_t random_seed) {
+std::vector<verify_case> poisson_sweep_cases(std::size_t lambdas, std::size_t length,
+                                             std::uint64_t random_seed) {
   const std::pair<rng_type, ordering> engines[] = {
-      {rng_type::philox4_32_10, ordering::pseudo_default}, {rng_type::xorwow, ordering::pseudo_default},
-      {rng_type::xorwow, ordering::pseudo_legacy},         {rng_type::mrg32k3a, ordering::pseudo_default},
-      {rng_type::mrg32k3a, ordering::pseudo_legacy},       {rng_type::mt19937, ordering::pseudo_default},
-      {rng_type::mtgp32, ordering::pseudo_default},        {rng_type::mtgp32, ordering::pseudo_legacy},
-      {rng_type::sobol32, ordering::quasi_default},        {rng_type::scrambled_sobol32, ordering::quasi_default},
+      {rng_type::philox4_32_10, ordering::pseudo_default},
+      {rng_type::xorwow, ordering::pseudo_default},
+      {rng_type::xorwow, ordering::pseudo_legacy},
+      {rng_type::mrg32k3a, ordering::pseudo_default},
+      {rng_type::mrg32k3a, ordering::pseudo_legacy},
+      {rng_type::mt19937, ordering::pseudo_default},
+      {rng_type::mtgp32, ordering::pseudo_default},
+      {rng_type::mtgp32, ordering::pseudo_legacy},
+      {rng_type::sobol32, ordering::quasi_default},
+      {rng_type::scrambled_sobol32, ordering::quasi_default},
   };
   std::mt19937_64 rng(random_seed);
   std::uniform_real_distribution<double> log_lambda(std::log(1e-8), std::log(k_poisson_max_lambda));
@@ -304,8 +334,15 @@ std::vector<verify_case> poisson_sweep_cases(std::size_t lambdas, std::size_t le
       const std::uint64_t seed = rng(), offset = rng() % 1000003;
       // No offset on MT19937 and MTGP32 (libcurand refuses them), no seed on Sobol'.
       const bool offsets = type != rng_type::mt19937 && type != rng_type::mtgp32;
-      out.push_back(verify_case{type, order, distribution::poisson, is_quasi(type) ? 0 : seed, offsets ? offset : 0,
-                                {length}, {0.0, 1.0, lambda}, 1, {}});
+      out.push_back(verify_case{type,
+                                order,
+                                distribution::poisson,
+                                is_quasi(type) ? 0 : seed,
+                                offsets ? offset : 0,
+                                {length},
+                                {0.0, 1.0, lambda},
+                                1,
+                                {}});
     }
   }
   return out;

@@ -23,9 +23,8 @@ TEST(Cli, VersionPrintsOneLine) {
 }
 
 TEST(Cli, UsageErrorsAreOneLineAndExitTwo) {
-  for (const std::vector<std::string>& args :
-       std::vector<std::vector<std::string>>{{}, {"nonsense"}, {"--frobnicate"}, {"mem"},
-                                             {"mem", "nonsense"}, {"gpus", "--bogus"}}) {
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {}, {"nonsense"}, {"--frobnicate"}, {"mem"}, {"mem", "nonsense"}, {"gpus", "--bogus"}}) {
     const process_result r = run_keel(args);
     EXPECT_EQ(r.exit_code, 2) << testing::PrintToString(args);
     EXPECT_EQ(count_lines(r.err), 1) << r.err;

@@ -29,7 +29,8 @@ TEST(CommProcess, LaunchSetsTorchrunVariables) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   for (int i = 0; i < 3; ++i) {
     EXPECT_NE(r.out.find(std::to_string(i) + "/3/" + std::to_string(i) + "/127.0.0.1"),
-              std::string::npos) << r.out;
+              std::string::npos)
+        << r.out;
   }
 }
 
@@ -41,8 +42,9 @@ TEST(CommProcess, LaunchReportsTheFailingRank) {
 }
 
 TEST(CommProcess, LaunchTimeoutKillsAHungJob) {
-  const auto r = run_keel({"comm", "launch", "-n", "2", "--timeout", "0.5", "--", "/bin/sh", "-c",
-                           "exec sleep 30"}, 20);
+  const auto r = run_keel(
+      {"comm", "launch", "-n", "2", "--timeout", "0.5", "--", "/bin/sh", "-c", "exec sleep 30"},
+      20);
   EXPECT_EQ(r.exit_code, 124) << r.err;
   EXPECT_NE(r.err.find("job still running after 0.5 s, killed"), std::string::npos) << r.err;
   EXPECT_LT(r.seconds, 10.0);
@@ -51,18 +53,20 @@ TEST(CommProcess, LaunchTimeoutKillsAHungJob) {
 TEST(CommProcess, SigtermToTheLauncherKillsItsRanks) {
   // A launcher (in the background of a shell) starts 2 ranks that would sleep for 30 s and
   // record their pids; SIGTERM to the launcher alone must take the ranks down with it.
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("keel-comm-sigterm-" + std::to_string(::getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("keel-comm-sigterm-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   const std::string d = dir.string();
   const std::string script =
       std::string(KEEL_CLI_PATH) + " comm launch -n 2 -- /bin/sh -c 'echo $$ > " + d +
       "/$RANK.pid; exec sleep 30' & L=$!; sleep 1; kill -TERM $L; wait $L; echo launcher=$?; "
-      "sleep 0.3; for f in " + d + "/*.pid; do p=$(cat $f); "
+      "sleep 0.3; for f in " +
+      d +
+      "/*.pid; do p=$(cat $f); "
       "if grep -q 'State:.*[RSD]' /proc/$p/status 2>/dev/null; then echo running $p; fi; done";
-  const auto r = run_keel({"comm", "launch", "-n", "1", "--bind", "none", "--", "/bin/sh", "-c",
-                           script}, 30);
+  const auto r =
+      run_keel({"comm", "launch", "-n", "1", "--bind", "none", "--", "/bin/sh", "-c", script}, 30);
   std::filesystem::remove_all(dir);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("launcher=143"), std::string::npos) << r.out << r.err;
@@ -75,7 +79,8 @@ TEST(CommProcess, LaunchPinsRanksToOneCpuUnlessToldNot) {
     return pos == std::string::npos ? std::string("?")
                                     : out.substr(pos + 18, out.find('\n', pos) - pos - 18);
   };
-  const std::vector<std::string> show{"--", "/bin/sh", "-c", "grep Cpus_allowed_list /proc/self/status"};
+  const std::vector<std::string> show{"--", "/bin/sh", "-c",
+                                      "grep Cpus_allowed_list /proc/self/status"};
   std::vector<std::string> args{"comm", "launch", "-n", "1"};
   args.insert(args.end(), show.begin(), show.end());
   auto r = run_keel(args, 30);
@@ -114,14 +119,18 @@ TEST(CommProcess, VerifySliceOverTcp) {
 }
 
 TEST(CommProcess, BenchPrintsNcclTestsTable) {
-  const auto r = run_keel({"comm", "bench", "-N", "2", "-b", "8", "-e", "32K", "-f", "8", "-n",
-                           "3", "-w", "1", "--algo", "rd"});
+  const auto r = run_keel({"comm", "bench", "-N", "2", "-b", "8", "-e", "32K", "-f", "8", "-n", "3",
+                           "-w", "1", "--algo", "rd"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("#       size         count      type   redop    root     time   algbw   busbw #wrong"),
-            std::string::npos) << r.out;
+  EXPECT_NE(
+      r.out.find(
+          "#       size         count      type   redop    root     time   algbw   busbw #wrong"),
+      std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("# Out of bounds values : 0 OK"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("# Avg bus bandwidth : "), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("       32768          8192     float     sum      -1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("       32768          8192     float     sum      -1"), std::string::npos)
+      << r.out;
 }
 
 TEST(CommProcess, BenchJsonRowsAndBusBandwidthFactor) {
@@ -140,8 +149,8 @@ TEST(CommProcess, BenchJsonRowsAndBusBandwidthFactor) {
 
 TEST(CommProcess, KillNineDuringAllreduceFailsSurvivorsFastAndLeavesNoSegments) {
   const double timeout = 1.0;
-  const auto r = run_keel({"comm", "faults", "-N", "3", "--trials", "3", "--timeout", "1",
-                           "--json"});
+  const auto r =
+      run_keel({"comm", "faults", "-N", "3", "--trials", "3", "--timeout", "1", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const auto doc = nlohmann::json::parse(r.out);
   EXPECT_EQ(doc["ok_trials"], 3);

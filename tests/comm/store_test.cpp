@@ -45,8 +45,8 @@ TEST(CommStore, Memory) {
 }
 
 TEST(CommStore, File) {
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("keel-store-test-" + std::to_string(::getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("keel-store-test-" + std::to_string(::getpid()));
   {
     file_store a(dir.string());
     file_store b(dir.string());

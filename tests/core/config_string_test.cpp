@@ -9,9 +9,9 @@
 namespace keel {
 namespace {
 
-constexpr std::array<std::string_view, 4> k_keys{
-    "max_split_size_mb", "garbage_collection_threshold", "roundup_power2_divisions",
-    "expandable_segments"};
+constexpr std::array<std::string_view, 4> k_keys{"max_split_size_mb",
+                                                 "garbage_collection_threshold",
+                                                 "roundup_power2_divisions", "expandable_segments"};
 
 std::string error_of(std::string_view text) {
   try {
@@ -44,14 +44,16 @@ TEST(ConfigString, ParsesScalarsAndLists) {
 TEST(ConfigString, SpacesEmptyAndBareLists) {
   EXPECT_TRUE(config_string::parse("", k_keys).items().empty());
   EXPECT_TRUE(config_string::parse("   ", k_keys).items().empty());
-  const auto c = config_string::parse(" max_split_size_mb : 64 , roundup_power2_divisions:[1, 2,4] ", k_keys);
+  const auto c =
+      config_string::parse(" max_split_size_mb : 64 , roundup_power2_divisions:[1, 2,4] ", k_keys);
   EXPECT_EQ(c.find("max_split_size_mb")->value, "64");
   const config_item* list = c.find("roundup_power2_divisions");
   ASSERT_EQ(list->list.size(), 3u);
   EXPECT_FALSE(list->list[1].value.has_value());
   EXPECT_EQ(list->list[2].key, "4");
   EXPECT_TRUE(config_string::parse("roundup_power2_divisions:[]", k_keys)
-                  .find("roundup_power2_divisions")->list.empty());
+                  .find("roundup_power2_divisions")
+                  ->list.empty());
 }
 
 TEST(ConfigString, UnknownKeyListsTheValidOnes) {

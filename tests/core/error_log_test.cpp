@@ -72,9 +72,8 @@ TEST(Log, ParsesLevelNames) {
 
 TEST(Log, ConcurrentWritersDoNotInterleave) {
   std::vector<std::string> lines;
-  set_log_sink([&](log_level, std::string_view, std::string_view message) {
-    lines.emplace_back(message);
-  });
+  set_log_sink(
+      [&](log_level, std::string_view, std::string_view message) { lines.emplace_back(message); });
   set_log_level(log_level::info);
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {

@@ -37,8 +37,10 @@ std::size_t walk(const pickle::value& v, std::size_t& budget) {
       for (std::size_t i = 0; i < v.size(); ++i) n += walk(v[i], budget);
       break;
     case pickle::kind::dict:
-      for (std::size_t i = 0; i < v.size(); ++i) n += walk(v.key(i), budget) + walk(v.item(i), budget);
-      if (v.size() > 0 && v.key(0).is(pickle::kind::string)) n += v.get(v.key(0).as_string()).has_value();
+      for (std::size_t i = 0; i < v.size(); ++i)
+        n += walk(v.key(i), budget) + walk(v.item(i), budget);
+      if (v.size() > 0 && v.key(0).is(pickle::kind::string))
+        n += v.get(v.key(0).as_string()).has_value();
       break;
     case pickle::kind::none: break;
   }
@@ -49,7 +51,8 @@ void round_trip(const snapshot& s) {
   std::ostringstream p;
   write_snapshot_pickle(s, p);
   const std::string bytes = p.str();
-  const snapshot again = parse_snapshot_pickle(std::as_bytes(std::span(bytes.data(), bytes.size())), "rt");
+  const snapshot again =
+      parse_snapshot_pickle(std::as_bytes(std::span(bytes.data(), bytes.size())), "rt");
   if (!(again == s)) std::abort();  // the pickle writer lost or changed something
 
   std::ostringstream j;

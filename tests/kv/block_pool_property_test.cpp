@@ -73,7 +73,7 @@ class pool_harness {
  private:
   std::string allocate(bool unnamed_then_cache) {
     std::vector<std::uint32_t> path(1 + rng_() % 4);
-    for (auto& p : path) p = rng_() % 3;  // a small prefix tree: lots of sharing
+    for (auto& p : path) p = rng_() % 3;        // a small prefix tree: lots of sharing
     const std::size_t used = rng_() % k_block;  // tokens in a partial last block (0: none)
     std::vector<block_hash> hashes = test::chain(path);
     const bool name_partial = used != 0 && rng_() % 2;
@@ -164,9 +164,7 @@ INSTANTIATE_TEST_SUITE_P(
     AllPoliciesAndIndexes, PoolProperty,
     ::testing::Combine(::testing::ValuesIn(policy_names()),
                        ::testing::Values(std::string("hash"), std::string("radix"))),
-    [](const auto& info) {
-      return std::get<0>(info.param) + "_" + std::get<1>(info.param);
-    });
+    [](const auto& info) { return std::get<0>(info.param) + "_" + std::get<1>(info.param); });
 
 // Both indexes answer every query identically, so two pools driven by the same operations hand
 // out exactly the same blocks.

@@ -16,9 +16,9 @@ TEST(KvCli, ReplayJsonFollowsTheContract) {
                                      "512", "--capacity", "3M", "--policy", "lru", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
-  for (const char* key : {"policy", "capacity_blocks", "requests", "hit_rate_tokens",
-                          "hit_rate_blocks", "infinite_hit_rate_tokens", "evictions",
-                          "elapsed_ms"}) {
+  for (const char* key :
+       {"policy", "capacity_blocks", "requests", "hit_rate_tokens", "hit_rate_blocks",
+        "infinite_hit_rate_tokens", "evictions", "elapsed_ms"}) {
     EXPECT_TRUE(j.contains(key)) << key;
   }
   EXPECT_EQ(j["policy"], "lru");
@@ -30,15 +30,15 @@ TEST(KvCli, ReplayJsonFollowsTheContract) {
 }
 
 TEST(KvCli, ReplayInfiniteHoldAndText) {
-  process_result r = run_keel({"kv", "replay", kv::test::mooncake_trace(), "--capacity", "inf",
-                               "--json"});
+  process_result r =
+      run_keel({"kv", "replay", kv::test::mooncake_trace(), "--capacity", "inf", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
   EXPECT_TRUE(j["capacity_blocks"].is_null());
   EXPECT_EQ(j["evictions"], 0);
   EXPECT_EQ(j["hit_rate_tokens"], j["infinite_hit_rate_tokens"]);
-  r = run_keel({"kv", "replay", kv::test::mooncake_trace(), "--capacity", "5859blocks",
-                "--policy", "keel", "--hold", "--index", "radix"});
+  r = run_keel({"kv", "replay", kv::test::mooncake_trace(), "--capacity", "5859blocks", "--policy",
+                "keel", "--hold", "--index", "radix"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("hit rate"), std::string::npos);
   EXPECT_NE(r.out.find("hold mode"), std::string::npos);
@@ -70,8 +70,8 @@ TEST(KvCli, BadInputIsOneLineAndExitTwo) {
 TEST(KvCli, SweepPrintsATableAndWritesTheChart) {
   const std::filesystem::path svg = std::filesystem::path(KEEL_BINARY_DIR) / "kv_cli_sweep.svg";
   std::filesystem::remove(svg);
-  process_result r = run_keel({"kv", "sweep", kv::test::mooncake_trace(), "--capacities",
-                               "1M,3M", "--policies", "lru,belady", "--svg", svg.string()});
+  process_result r = run_keel({"kv", "sweep", kv::test::mooncake_trace(), "--capacities", "1M,3M",
+                               "--policies", "lru,belady", "--svg", svg.string()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("belady"), std::string::npos);
   EXPECT_NE(r.out.find("2999808"), std::string::npos);  // 3M tokens = 5859 whole blocks

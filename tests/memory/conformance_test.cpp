@@ -48,18 +48,18 @@ struct combo {
 template <class T>
 class Conformance : public ::testing::Test {};
 
-using combos = ::testing::Types<combo<sim_case, 0>, combo<sim_case, 1>, combo<sim_case, 2>,
-                                combo<sim_case, 3>, combo<host_case, 0>, combo<host_case, 1>,
-                                combo<host_case, 3>>;
+using combos =
+    ::testing::Types<combo<sim_case, 0>, combo<sim_case, 1>, combo<sim_case, 2>, combo<sim_case, 3>,
+                     combo<host_case, 0>, combo<host_case, 1>, combo<host_case, 3>>;
 TYPED_TEST_SUITE(Conformance, combos);
 
 // A size distribution like a training step's: many small tensors, mid-sized activations,
 // a few large buffers.
 std::size_t draw_size(std::mt19937_64& rng) {
   const int kind = static_cast<int>(rng() % 10);
-  if (kind < 5) return 1 + rng() % (k_mb);               // small pool
-  if (kind < 9) return k_mb + rng() % (12 * k_mb);       // 1-13 MiB
-  return 16 * k_mb + rng() % (48 * k_mb);                // large
+  if (kind < 5) return 1 + rng() % (k_mb);          // small pool
+  if (kind < 9) return k_mb + rng() % (12 * k_mb);  // 1-13 MiB
+  return 16 * k_mb + rng() % (48 * k_mb);           // large
 }
 
 struct live_block {

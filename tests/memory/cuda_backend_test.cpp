@@ -26,14 +26,15 @@ bool have_device(std::string& reason) {
   return false;
 }
 
-#define REQUIRE_GPU()                                                  \
-  do {                                                                 \
-    std::string reason;                                                \
+#define REQUIRE_GPU()                                                       \
+  do {                                                                      \
+    std::string reason;                                                     \
     if (!have_device(reason)) GTEST_SKIP() << "no CUDA device: " << reason; \
   } while (0)
 
 // Writes `value` over [address, address + bytes) and reads back its first, middle and last byte.
-void expect_writable(cuda_backend& b, std::uint64_t address, std::size_t bytes, unsigned char value) {
+void expect_writable(cuda_backend& b, std::uint64_t address, std::size_t bytes,
+                     unsigned char value) {
   b.fill(address, value, bytes);
   for (std::size_t offset : {std::size_t{0}, bytes / 2, bytes - 1}) {
     unsigned char got = 0;
@@ -165,7 +166,8 @@ TEST_P(CudaCachingAllocator, RandomMixIsWritableDisjointAndConsistent) {
       alloc.allocate(b.capacity() * 2);
       FAIL() << "allocated twice the device";
     } catch (const out_of_memory& e) {
-      EXPECT_EQ(std::string(e.what()).rfind("CUDA out of memory. Tried to allocate", 0), 0u) << e.what();
+      EXPECT_EQ(std::string(e.what()).rfind("CUDA out of memory. Tried to allocate", 0), 0u)
+          << e.what();
     }
   }
   EXPECT_EQ(b.used_bytes(), 0u);

@@ -48,9 +48,11 @@ void check_values(const document& doc, bool with_bytes) {
   EXPECT_FALSE(root.get("false")->as_bool());
   const value ints = *root.get("ints");
   ASSERT_EQ(ints.size(), 16u);
-  const std::int64_t expected[] = {0, 1, 255, 256, 65535, 65536, -1, -256, 2147483647, -2147483648LL,
-                                   2147483648LL, -2147483649LL, INT64_MAX, INT64_MIN};
-  for (std::size_t i = 0; i < std::size(expected); ++i) EXPECT_EQ(ints[i].as_int(), expected[i]) << i;
+  const std::int64_t expected[] = {
+      0,    1,          255,           256,          65535,         65536,     -1,
+      -256, 2147483647, -2147483648LL, 2147483648LL, -2147483649LL, INT64_MAX, INT64_MIN};
+  for (std::size_t i = 0; i < std::size(expected); ++i)
+    EXPECT_EQ(ints[i].as_int(), expected[i]) << i;
   EXPECT_TRUE(ints[14].is_big_unsigned());
   EXPECT_EQ(ints[14].as_uint64(), std::uint64_t{1} << 63);
   EXPECT_EQ(ints[15].as_uint64(), UINT64_MAX);
@@ -58,7 +60,8 @@ void check_values(const document& doc, bool with_bytes) {
   EXPECT_THROW(ints[6].as_uint64(), keel::invalid_argument);
   EXPECT_DOUBLE_EQ(root.get("float")->as_double(), 0.8);
   EXPECT_DOUBLE_EQ(root.get("neg_float")->as_double(), -1.5e-300);
-  EXPECT_EQ(root.get("str")->as_string(), "h\xc3\xa9llo w\xc3\xb6rld \xe2\x9c\x93 \xf0\x9d\x94\x98");
+  EXPECT_EQ(root.get("str")->as_string(),
+            "h\xc3\xa9llo w\xc3\xb6rld \xe2\x9c\x93 \xf0\x9d\x94\x98");
   EXPECT_EQ(root.get("empty_str")->as_string(), "");
   EXPECT_EQ(root.get("long_str")->as_string(), std::string(300, 'x'));
   if (with_bytes) {
@@ -122,9 +125,12 @@ TEST(PickleRead, RefusesEveryObjectConstructingOpcode) {
     const char* name;
   };
   const refused cases[] = {
-      {"c", "GLOBAL"},      {"\x93", "STACK_GLOBAL"}, {"R", "REDUCE"},    {"b", "BUILD"},
-      {"i", "INST"},        {"o", "OBJ"},             {"\x81", "NEWOBJ"},   {"\x92", "NEWOBJ_EX"},
-      {"\x82", "EXT1"},     {"\x83", "EXT2"},         {"\x84", "EXT4"},     {"P", "PERSID"},
+      {"c", "GLOBAL"},    {"\x93", "STACK_GLOBAL"},
+      {"R", "REDUCE"},    {"b", "BUILD"},
+      {"i", "INST"},      {"o", "OBJ"},
+      {"\x81", "NEWOBJ"}, {"\x92", "NEWOBJ_EX"},
+      {"\x82", "EXT1"},   {"\x83", "EXT2"},
+      {"\x84", "EXT4"},   {"P", "PERSID"},
       {"Q", "BINPERSID"},
   };
   for (const auto& c : cases) {
@@ -152,7 +158,8 @@ TEST(PickleRead, RefusesSetsBuffersAndTextOpcodes) {
     const parse_error e = error_of(proto4(op + "0\n."));
     EXPECT_NE(std::string(e.what()).find("unsupported"), std::string::npos) << e.what();
   }
-  EXPECT_NE(std::string(error_of(proto4("\xff.")).what()).find("unknown opcode 0xff"), std::string::npos);
+  EXPECT_NE(std::string(error_of(proto4("\xff.")).what()).find("unknown opcode 0xff"),
+            std::string::npos);
   EXPECT_NE(std::string(error_of("\x80\x06N.").what()).find("protocol 6"), std::string::npos);
 }
 
@@ -189,10 +196,12 @@ TEST(PickleRead, HugeLengthClaimsAllocateNothing) {
   // A string within the input but over the configured limit.
   limits small;
   small.max_string_length = 4;
-  EXPECT_NE(std::string(error_of(proto4("\x8c\x05hello."), small).what()).find("longer than the limit"),
-            std::string::npos);
+  EXPECT_NE(
+      std::string(error_of(proto4("\x8c\x05hello."), small).what()).find("longer than the limit"),
+      std::string::npos);
   // Memo indices beyond the input would only grow the memo table.
-  EXPECT_NE(std::string(error_of(proto4("Nr\xf0\xff\xff\x0f.")).what()).find("memo index"), std::string::npos);
+  EXPECT_NE(std::string(error_of(proto4("Nr\xf0\xff\xff\x0f.")).what()).find("memo index"),
+            std::string::npos);
   EXPECT_NE(std::string(error_of(proto4("h\x05.")).what()).find("never stored"), std::string::npos);
 }
 
@@ -208,15 +217,26 @@ TEST(PickleRead, ElementLimit) {
 
 TEST(PickleRead, RecursiveStructuresAreRefused) {
   // l = []; l.append(l)
-  EXPECT_NE(std::string(error_of(proto4(std::string("]\x94h\x00" "a.", 6))).what()).find("contain itself"), std::string::npos);
+  EXPECT_NE(std::string(error_of(proto4(std::string("]\x94h\x00"
+                                                    "a.",
+                                                    6)))
+                            .what())
+                .find("contain itself"),
+            std::string::npos);
   // a = []; b = [a]; a.append(b): modifying a list that is already nested.
-  EXPECT_NE(std::string(error_of(proto4(std::string("]\x94]\x94h\x00" "aa.", 9))).what()).find("after it was put inside"),
+  EXPECT_NE(std::string(error_of(proto4(std::string("]\x94]\x94h\x00"
+                                                    "aa.",
+                                                    9)))
+                            .what())
+                .find("after it was put inside"),
             std::string::npos);
 }
 
 TEST(PickleRead, SharedReferencesStayShared) {
   // x = [None]; then 40 levels of [prev, prev]: 2^40 leaves if expanded, 41 lists here.
-  std::string body = "]\x94N" "a0";  // memo 0 = [None]
+  std::string body =
+      "]\x94N"
+      "a0";  // memo 0 = [None]
   for (int i = 0; i < 40; ++i) {
     body += "h";
     body += static_cast<char>(i);
@@ -240,12 +260,13 @@ TEST(PickleRead, SharedReferencesStayShared) {
 }
 
 TEST(PickleRead, StackDiscipline) {
-  EXPECT_THROW(parse_string(proto4("NN.")), parse_error);     // two values at STOP
-  EXPECT_THROW(parse_string(proto4(".")), parse_error);       // none
-  EXPECT_THROW(parse_string(proto4("(N.")), parse_error);     // open MARK
-  EXPECT_THROW(parse_string(proto4("Na.")), parse_error);     // APPEND to None
-  EXPECT_THROW(parse_string(proto4("}(NNNu.")), parse_error); // odd SETITEMS
-  EXPECT_THROW(parse_string(proto4("}]N\x86.")), parse_error); // TUPLE2 is fine, but two values remain
+  EXPECT_THROW(parse_string(proto4("NN.")), parse_error);      // two values at STOP
+  EXPECT_THROW(parse_string(proto4(".")), parse_error);        // none
+  EXPECT_THROW(parse_string(proto4("(N.")), parse_error);      // open MARK
+  EXPECT_THROW(parse_string(proto4("Na.")), parse_error);      // APPEND to None
+  EXPECT_THROW(parse_string(proto4("}(NNNu.")), parse_error);  // odd SETITEMS
+  EXPECT_THROW(parse_string(proto4("}]N\x86.")),
+               parse_error);  // TUPLE2 is fine, but two values remain
   EXPECT_THROW(parse_string(proto4("}](Nu.")), parse_error);  // SETITEMS onto a list
   EXPECT_THROW(parse_string(proto4("}]Ns.")), parse_error);   // list as a dict key
   EXPECT_THROW(parse_string(proto4("e.")), parse_error);      // APPENDS without MARK
@@ -258,21 +279,26 @@ TEST(PickleRead, StackDiscipline) {
 
 TEST(PickleRead, WideIntegers) {
   // LONG1 of 9 bytes: 2^64 - 1 fits (unsigned), 2^64 does not.
-  const document d = parse_string(proto4(std::string("\x8a\x09\xff\xff\xff\xff\xff\xff\xff\xff\x00.", 12)));
+  const document d =
+      parse_string(proto4(std::string("\x8a\x09\xff\xff\xff\xff\xff\xff\xff\xff\x00.", 12)));
   EXPECT_EQ(d.root().as_uint64(), UINT64_MAX);
-  const parse_error e = error_of(proto4(std::string("\x8a\x09\x00\x00\x00\x00\x00\x00\x00\x00\x01.", 12)));
+  const parse_error e =
+      error_of(proto4(std::string("\x8a\x09\x00\x00\x00\x00\x00\x00\x00\x00\x01.", 12)));
   EXPECT_NE(std::string(e.what()).find("64 bits"), std::string::npos);
   // Non-minimal encodings of small values are fine.
-  EXPECT_EQ(parse_string(proto4(std::string("\x8a\x0c\xfe\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff.", 15)))
+  EXPECT_EQ(parse_string(proto4(std::string(
+                             "\x8a\x0c\xfe\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff.", 15)))
                 .root()
                 .as_int(),
             -2);
   EXPECT_EQ(parse_string(proto4(std::string("\x8a\x00.", 3))).root().as_int(), 0);
-  EXPECT_EQ(parse_string(proto4(std::string("\x8b\x02\x00\x00\x00\x00\x80.", 8))).root().as_int(), -32768);
+  EXPECT_EQ(parse_string(proto4(std::string("\x8b\x02\x00\x00\x00\x00\x80.", 8))).root().as_int(),
+            -32768);
 }
 
 TEST(PickleRead, InvalidUtf8IsRefused) {
-  EXPECT_NE(std::string(error_of(proto4("\x8c\x02\xc3\x28.")).what()).find("UTF-8"), std::string::npos);
+  EXPECT_NE(std::string(error_of(proto4("\x8c\x02\xc3\x28.")).what()).find("UTF-8"),
+            std::string::npos);
   // bytes may hold anything
   EXPECT_NO_THROW(parse_string(proto4("C\x02\xc3\x28.")));
 }
@@ -285,9 +311,9 @@ TEST(PickleWrite, RoundTripsThroughTheReader) {
   w.begin_dict();
   w.string("ints");
   w.begin_list();
-  for (std::int64_t v : {std::int64_t{0}, std::int64_t{255}, std::int64_t{256}, std::int64_t{65536},
-                         std::int64_t{-1}, std::int64_t{-129}, INT64_MIN, INT64_MAX,
-                         std::int64_t{1} << 40})
+  for (std::int64_t v :
+       {std::int64_t{0}, std::int64_t{255}, std::int64_t{256}, std::int64_t{65536},
+        std::int64_t{-1}, std::int64_t{-129}, INT64_MIN, INT64_MAX, std::int64_t{1} << 40})
     w.integer(v);
   w.unsigned_integer(UINT64_MAX);
   w.unsigned_integer(std::uint64_t{1} << 63);
@@ -372,7 +398,8 @@ TEST(JsonRead, ErrorsCarryLineAndColumn) {
     EXPECT_EQ(e.column(), 5u);
     EXPECT_NE(std::string(e.what()).find("f.json:3:5"), std::string::npos) << e.what();
   }
-  for (const char* bad : {"", "[", "{\"a\"}", "[01]", "\"abc", "[1] x", "{\"a\":1,}", "[\"\\x\"]", "nul"})
+  for (const char* bad :
+       {"", "[", "{\"a\"}", "[01]", "\"abc", "[1] x", "{\"a\":1,}", "[\"\\x\"]", "nul"})
     EXPECT_THROW(parse_json(bad, "j"), parse_error) << bad;
   EXPECT_THROW(parse_json(std::string(100000, '['), "j"), parse_error);
 }

@@ -59,45 +59,174 @@ struct expected_file {
 
 const std::vector<expected_file>& expected_files() {
   static const std::vector<expected_file> files = {
-      {"cs336a2kk-ctx128-fullstep.pickle", 1010, 1000, 1525, 324, 1201, 0, 61'111'009'280, {19342},
-       {{"segment_alloc", 783}, {"alloc", 6771}, {"free_requested", 5894}, {"free_completed", 5894}},
-       true, true, true},
-      {"cs336a2kk-ctx256-forward-autocast.pickle", 827, 808, 1821, 208, 1613, 0, 28'848'422'912, {6587},
-       {{"segment_free", 459}, {"segment_alloc", 598}, {"alloc", 2702}, {"free_requested", 1414},
-        {"free_completed", 1414}},
-       true, true, true},
-      {"cs336a2wl-medium-ctx1024-inference.pickle", 108, 106, 239, 16, 223, 0, 3'204'448'256, {3840},
-       {{"alloc", 1280}, {"free_requested", 1280}, {"free_completed", 1280}}, true, true, false},
-      {"ftcourse-llama-qlora-trainstep.pickle", 215, 164, 1079, 277, 802, 0, 6'471'811'072, {10307},
-       {{"alloc", 3505}, {"free_requested", 3325}, {"free_completed", 3325}, {"segment_alloc", 152}},
-       false, false, true},
-      {"selectn-llama-forward.pickle", 136, 119, 204, 4, 200, 0, 18'566'086'656, {10327, 0, 0, 0},
-       {{"alloc", 3058}, {"free_requested", 3053}, {"free_completed", 3053}, {"segment_alloc", 584},
-        {"segment_free", 579}},
-       false, false, true},
-      {"flexgen-opt1.3b-state-2.0fmt.pickle", 257, 254, 948, 163, 785, 0, 7'608'467'456, {1},
-       {{"free_completed", 1}}, false, false, true},
-      {"decomfl-opt-zo-finetune.pickle", 61, 44, 468, 71, 397, 0, 1'897'922'560, {23105},
-       {{"segment_alloc", 61}, {"alloc", 7946}, {"free_requested", 7549}, {"free_completed", 7549}},
-       true, true, true},
-      {"eornn-cnn-counterfactuals.pickle", 10, 6, 54, 14, 40, 0, 134'217'728, {5803},
-       {{"alloc", 1935}, {"segment_alloc", 7}, {"free_requested", 1926}, {"free_completed", 1926},
-        {"snapshot", 9}},
-       true, false, true},
-      {"cs336a2sm-tiny-backward.pickle", 9, 8, 20, 10, 10, 0, 3'781'165'056, {97},
-       {{"segment_alloc", 9}, {"alloc", 36}, {"free_requested", 26}, {"free_completed", 26}}, true,
-       true, true},
-      {"verl-megatron-init-state.pickle", 127, 84, 638, 95, 534, 9, 26'189'234'176, {0}, {}, false, true,
+      {"cs336a2kk-ctx128-fullstep.pickle",
+       1010,
+       1000,
+       1525,
+       324,
+       1201,
+       0,
+       61'111'009'280,
+       {19342},
+       {{"segment_alloc", 783},
+        {"alloc", 6771},
+        {"free_requested", 5894},
+        {"free_completed", 5894}},
+       true,
+       true,
        true},
-      {"layoutediting-diffusion-state.pickle", 673, 433, 6644, 404, 6240, 0, 11'274'289'152, {1, 1},
-       {{"snapshot", 1}, {"free_completed", 1}}, true, false, true},
+      {"cs336a2kk-ctx256-forward-autocast.pickle",
+       827,
+       808,
+       1821,
+       208,
+       1613,
+       0,
+       28'848'422'912,
+       {6587},
+       {{"segment_free", 459},
+        {"segment_alloc", 598},
+        {"alloc", 2702},
+        {"free_requested", 1414},
+        {"free_completed", 1414}},
+       true,
+       true,
+       true},
+      {"cs336a2wl-medium-ctx1024-inference.pickle",
+       108,
+       106,
+       239,
+       16,
+       223,
+       0,
+       3'204'448'256,
+       {3840},
+       {{"alloc", 1280}, {"free_requested", 1280}, {"free_completed", 1280}},
+       true,
+       true,
+       false},
+      {"ftcourse-llama-qlora-trainstep.pickle",
+       215,
+       164,
+       1079,
+       277,
+       802,
+       0,
+       6'471'811'072,
+       {10307},
+       {{"alloc", 3505},
+        {"free_requested", 3325},
+        {"free_completed", 3325},
+        {"segment_alloc", 152}},
+       false,
+       false,
+       true},
+      {"selectn-llama-forward.pickle",
+       136,
+       119,
+       204,
+       4,
+       200,
+       0,
+       18'566'086'656,
+       {10327, 0, 0, 0},
+       {{"alloc", 3058},
+        {"free_requested", 3053},
+        {"free_completed", 3053},
+        {"segment_alloc", 584},
+        {"segment_free", 579}},
+       false,
+       false,
+       true},
+      {"flexgen-opt1.3b-state-2.0fmt.pickle",
+       257,
+       254,
+       948,
+       163,
+       785,
+       0,
+       7'608'467'456,
+       {1},
+       {{"free_completed", 1}},
+       false,
+       false,
+       true},
+      {"decomfl-opt-zo-finetune.pickle",
+       61,
+       44,
+       468,
+       71,
+       397,
+       0,
+       1'897'922'560,
+       {23105},
+       {{"segment_alloc", 61}, {"alloc", 7946}, {"free_requested", 7549}, {"free_completed", 7549}},
+       true,
+       true,
+       true},
+      {"eornn-cnn-counterfactuals.pickle",
+       10,
+       6,
+       54,
+       14,
+       40,
+       0,
+       134'217'728,
+       {5803},
+       {{"alloc", 1935},
+        {"segment_alloc", 7},
+        {"free_requested", 1926},
+        {"free_completed", 1926},
+        {"snapshot", 9}},
+       true,
+       false,
+       true},
+      {"cs336a2sm-tiny-backward.pickle",
+       9,
+       8,
+       20,
+       10,
+       10,
+       0,
+       3'781'165'056,
+       {97},
+       {{"segment_alloc", 9}, {"alloc", 36}, {"free_requested", 26}, {"free_completed", 26}},
+       true,
+       true,
+       true},
+      {"verl-megatron-init-state.pickle",
+       127,
+       84,
+       638,
+       95,
+       534,
+       9,
+       26'189'234'176,
+       {0},
+       {},
+       false,
+       true,
+       true},
+      {"layoutediting-diffusion-state.pickle",
+       673,
+       433,
+       6644,
+       404,
+       6240,
+       0,
+       11'274'289'152,
+       {1, 1},
+       {{"snapshot", 1}, {"free_completed", 1}},
+       true,
+       false,
+       true},
   };
   return files;
 }
 
-#define REQUIRE_SHARED()                                                                   \
-  do {                                                                                     \
-    if (!fs::exists(k_traces)) GTEST_SKIP() << "shared traces not present: " << k_traces;  \
+#define REQUIRE_SHARED()                                                                  \
+  do {                                                                                    \
+    if (!fs::exists(k_traces)) GTEST_SKIP() << "shared traces not present: " << k_traces; \
   } while (0)
 
 void check_against_sources(const snapshot& s, const expected_file& x) {
@@ -180,7 +309,8 @@ TEST(SnapshotRead, VariantDetails) {
   EXPECT_TRUE(raw_stream);
 
   // All data on cuda:1.
-  const snapshot layout = read_snapshot((k_traces / "layoutediting-diffusion-state.pickle").string());
+  const snapshot layout =
+      read_snapshot((k_traces / "layoutediting-diffusion-state.pickle").string());
   for (const auto& seg : layout.segments) EXPECT_EQ(seg.device, 1);
   EXPECT_EQ(layout.device_traces[0][0].action, trace_action::snapshot);
   EXPECT_EQ(layout.device_traces[1][0].action, trace_action::free_completed);
@@ -259,15 +389,18 @@ TEST(SnapshotRead, OomEntriesCarryDeviceFreeNotAddr) {
 TEST(SnapshotRead, ErrorsNameThePlace) {
   EXPECT_THROW(read_snapshot((k_data / "no-such-file.pickle").string()), keel::io_error);
   try {
-    parse_snapshot_json(R"({"segments": [{"address": 1, "total_size": "big", "blocks": []}]})", "s.json");
+    parse_snapshot_json(R"({"segments": [{"address": 1, "total_size": "big", "blocks": []}]})",
+                        "s.json");
     FAIL();
   } catch (const parse_error& e) {
-    EXPECT_NE(std::string(e.what()).find("segments[0]: 'total_size' must be an int"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("segments[0]: 'total_size' must be an int"),
+              std::string::npos)
         << e.what();
     EXPECT_EQ(e.line(), 1u);
   }
   try {
-    parse_snapshot_json(R"({"segments": [], "device_traces": [[{"action": "teleport"}]]})", "s.json");
+    parse_snapshot_json(R"({"segments": [], "device_traces": [[{"action": "teleport"}]]})",
+                        "s.json");
     FAIL();
   } catch (const parse_error& e) {
     EXPECT_NE(std::string(e.what()).find("device_traces[0][0]: unknown trace action 'teleport'"),
@@ -305,7 +438,9 @@ TEST(SnapshotRead, FullStepParsesFast) {
     ASSERT_EQ(s.device_traces[0].size(), 19342u);
   }
   RecordProperty("parse_ms", std::to_string(best));
-  std::printf("cs336a2kk-ctx128-fullstep.pickle: 3.2 MB parsed into the typed snapshot in %.2f ms CPU\n", best);
+  std::printf(
+      "cs336a2kk-ctx128-fullstep.pickle: 3.2 MB parsed into the typed snapshot in %.2f ms CPU\n",
+      best);
   // The budget is 50 ms of the 100 ms parse + replay target; an idle core takes ~14 ms
   // (docs/memory-snapshots.md). On a shared VM, stolen cycles count as this thread's CPU
   // time, so the bound here is a regression guard (a quadratic step would take seconds).
@@ -357,7 +492,8 @@ snapshot synthetic() {
       {trace_action::segment_free, 0x1000, 2 << 20, 0, 107, 0, {}},
       {trace_action::free_completed, a.address + (8 << 20), 4000000, 0, 108, 0, py},
   };
-  s.device_traces[1] = {{trace_action::alloc, b.address, 100, b.stream, 5, 0, {{"\"quoted\"\n.py", 1, "\xc3\xa9"}}}};
+  s.device_traces[1] = {
+      {trace_action::alloc, b.address, 100, b.stream, 5, 0, {{"\"quoted\"\n.py", 1, "\xc3\xa9"}}}};
   allocator_settings st;
   st.conf = "expandable_segments:True,garbage_collection_threshold:0.8";
   st.expandable_segments = true;
@@ -392,7 +528,8 @@ TEST(SnapshotWrite, RoundTripsEverySharedFile) {
     EXPECT_EQ(parse_bytes(p), s);
     // Shared stacks are written once and referenced: keel's file is not larger than PyTorch's.
     EXPECT_LT(p.size(), fs::file_size(k_traces / x.name) * 11 / 10);
-    if (fs::file_size(k_traces / x.name) < 500'000) EXPECT_EQ(parse_snapshot_json(to_json(s), "<json>"), s);
+    if (fs::file_size(k_traces / x.name) < 500'000)
+      EXPECT_EQ(parse_snapshot_json(to_json(s), "<json>"), s);
   }
 }
 
@@ -403,8 +540,10 @@ TEST(SnapshotWrite, LoadsInPyTorch) {
   if (!fs::exists(python)) GTEST_SKIP() << "no " << python;
   if (test::run_process({python, "-c", "import torch.cuda._memory_viz"}).exit_code != 0)
     GTEST_SKIP() << "torch is not importable by " << python;
-  const fs::path script = fs::path(KEEL_SOURCE_DIR) / "tests" / "memory" / "check_snapshot_pickle.py";
-  const fs::path dir = fs::temp_directory_path() / ("keel-snapshot-test-" + std::to_string(::getpid()));
+  const fs::path script =
+      fs::path(KEEL_SOURCE_DIR) / "tests" / "memory" / "check_snapshot_pickle.py";
+  const fs::path dir =
+      fs::temp_directory_path() / ("keel-snapshot-test-" + std::to_string(::getpid()));
   fs::create_directories(dir);
 
   std::vector<std::pair<std::string, snapshot>> cases = {{"synthetic", synthetic()}};
@@ -414,8 +553,9 @@ TEST(SnapshotWrite, LoadsInPyTorch) {
   list.settings.reset();
   cases.emplace_back("segment-list", list);
   if (fs::exists(k_traces)) {
-    for (const char* name : {"cs336a2sm-tiny-backward.pickle", "flexgen-opt1.3b-state-2.0fmt.pickle",
-                             "verl-megatron-init-state.pickle"})
+    for (const char* name :
+         {"cs336a2sm-tiny-backward.pickle", "flexgen-opt1.3b-state-2.0fmt.pickle",
+          "verl-megatron-init-state.pickle"})
       cases.emplace_back(name, read_snapshot((k_traces / name).string()));
   }
   std::vector<std::string> argv = {python, script.string(), dir.string()};
@@ -440,8 +580,11 @@ TEST(SnapshotWrite, LoadsInPyTorch) {
       blocks += seg.blocks.size();
     }
     EXPECT_NE(line.find("\"file\": \"" + name + ".keel\""), std::string::npos) << line;
-    EXPECT_NE(line.find("\"segments\": " + std::to_string(s.segments.size()) + ","), std::string::npos) << line;
-    EXPECT_NE(line.find("\"total_size\": " + std::to_string(reserved) + ","), std::string::npos) << line;
+    EXPECT_NE(line.find("\"segments\": " + std::to_string(s.segments.size()) + ","),
+              std::string::npos)
+        << line;
+    EXPECT_NE(line.find("\"total_size\": " + std::to_string(reserved) + ","), std::string::npos)
+        << line;
     EXPECT_NE(line.find("\"blocks\": " + std::to_string(blocks) + ","), std::string::npos) << line;
     // What Python re-pickles (protocols 2 and 5) reads back identically.
     for (const char* proto : {".keel.p2.pickle", ".keel.p5.pickle"})

@@ -11,13 +11,16 @@ namespace kr = keel::random;
 // Random123 kat_vectors, philox4x32 10 rounds.
 static_assert(kr::philox4x32_10({{0, 0, 0, 0}}, {{0, 0}}) ==
               kr::philox_ctr{{0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}});
-static_assert(kr::philox4x32_10({{0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff}}, {{0xffffffff, 0xffffffff}}) ==
+static_assert(kr::philox4x32_10({{0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff}},
+                                {{0xffffffff, 0xffffffff}}) ==
               kr::philox_ctr{{0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}});
-static_assert(kr::philox4x32_10({{0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344}}, {{0xa4093822, 0x299f31d0}}) ==
+static_assert(kr::philox4x32_10({{0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344}},
+                                {{0xa4093822, 0x299f31d0}}) ==
               kr::philox_ctr{{0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}});
 
 TEST(random_core, philox_known_answers_at_run_time) {
-  const auto c = kr::philox4x32_10({{0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344}}, {{0xa4093822, 0x299f31d0}});
+  const auto c = kr::philox4x32_10({{0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344}},
+                                   {{0xa4093822, 0x299f31d0}});
   EXPECT_EQ(c.v[0], 0xd16cfe09u);
   EXPECT_EQ(c.v[3], 0x24126ea1u);
 }
@@ -41,7 +44,8 @@ TEST(random_core, xorwow_sequence_jump_is_two_to_the_67_steps) {
 }
 
 TEST(random_core, mrg32k3a_skipahead_equals_stepping) {
-  static_assert(kr::mrg32k3a_seed(0) == kr::mrg32k3a_state{{12345, 12345, 12345}, {12345, 12345, 12345}});
+  static_assert(kr::mrg32k3a_seed(0) ==
+                kr::mrg32k3a_state{{12345, 12345, 12345}, {12345, 12345, 12345}});
   for (std::uint64_t n : {0ull, 1ull, 5ull, 1000ull, 99991ull}) {
     kr::mrg32k3a_state a = kr::mrg32k3a_seed(1234), b = a;
     for (std::uint64_t i = 0; i < n; ++i) kr::mrg32k3a_next(a);

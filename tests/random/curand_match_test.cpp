@@ -11,8 +11,8 @@
 #include <sstream>
 
 #include "keel/random/curand_reference.hpp"
-#include "keel/random/sobol_tables.hpp"
 #include "keel/random/mtgp32_tables.hpp"
+#include "keel/random/sobol_tables.hpp"
 #include "keel/random/verify.hpp"
 
 namespace kr = keel::random;
@@ -22,7 +22,9 @@ namespace {
 constexpr std::size_t k_slice_length = 6000;
 constexpr std::uint64_t k_slice_random_seed = 0x5eed5eed12345678ull;
 
-std::vector<kr::verify_case> slice() { return kr::standard_cases(k_slice_length, false, k_slice_random_seed); }
+std::vector<kr::verify_case> slice() {
+  return kr::standard_cases(k_slice_length, false, k_slice_random_seed);
+}
 
 template <class T>
 struct aligned_alloc64 {
@@ -30,10 +32,14 @@ struct aligned_alloc64 {
   aligned_alloc64() = default;
   template <class U>
   aligned_alloc64(const aligned_alloc64<U>&) {}
-  T* allocate(std::size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t{64})); }
-  void deallocate(T* p, std::size_t) noexcept { ::operator delete(p, std::align_val_t{64}); }
+  T* allocate(std::size_t n) {
+    return static_cast<T*>(::operator new (n * sizeof(T), std::align_val_t{64}));
+  }
+  void deallocate(T* p, std::size_t) noexcept { ::operator delete (p, std::align_val_t{64}); }
   template <class U>
-  bool operator==(const aligned_alloc64<U>&) const { return true; }
+  bool operator==(const aligned_alloc64<U>&) const {
+    return true;
+  }
 };
 using aligned_allocator = aligned_alloc64<unsigned char>;
 
@@ -46,7 +52,8 @@ struct step {
 };
 
 template <class G>
-std::vector<unsigned char, aligned_allocator> play(G& g, const std::vector<step>& steps, std::vector<kr::status>& statuses) {
+std::vector<unsigned char, aligned_allocator> play(G& g, const std::vector<step>& steps,
+                                                   std::vector<kr::status>& statuses) {
   std::vector<unsigned char, aligned_allocator> bytes;
   bytes.reserve(std::size_t{32} << 20);  // never reallocated: outputs stay 64-byte aligned
   const kr::dist_params params{0.5, 1.5, 1.0};
@@ -54,7 +61,9 @@ std::vector<unsigned char, aligned_allocator> play(G& g, const std::vector<step>
     switch (s.what) {
       case step::seed: statuses.push_back(g.set_seed(s.value)); break;
       case step::offset: statuses.push_back(g.set_offset(s.value)); break;
-      case step::order: statuses.push_back(g.set_ordering(static_cast<kr::ordering>(s.value))); break;
+      case step::order:
+        statuses.push_back(g.set_ordering(static_cast<kr::ordering>(s.value)));
+        break;
       case step::gen: {
         // Each call's output starts 64-byte aligned within the buffer (libcurand's double
         // paths fault on misaligned pointers).
@@ -82,16 +91,17 @@ TEST(random_curand_match, slice_equals_libcurand) {
     const auto ours = kr::run_keel(c, 2);
     const auto theirs = kr::run_curand(c);
     const auto m = kr::compare(ours, theirs, kr::value_size(c.dist));
-    EXPECT_FALSE(m.has_value()) << c.name() << ": " << (m ? m->count : 0) << " values differ, first at "
-                                << (m ? m->first_index : 0) << " (status keel "
-                                << static_cast<int>(ours.first_error) << ", curand "
-                                << static_cast<int>(theirs.first_error) << ")";
+    EXPECT_FALSE(m.has_value()) << c.name() << ": " << (m ? m->count : 0)
+                                << " values differ, first at " << (m ? m->first_index : 0)
+                                << " (status keel " << static_cast<int>(ours.first_error)
+                                << ", curand " << static_cast<int>(theirs.first_error) << ")";
   }
 }
 
 TEST(random_curand_match, slice_equals_golden_answers) {
   std::ifstream in(golden_path());
-  ASSERT_TRUE(in) << "missing " << golden_path() << " (regenerate with `keel rand verify --write-golden`)";
+  ASSERT_TRUE(in) << "missing " << golden_path()
+                  << " (regenerate with `keel rand verify --write-golden`)";
   std::map<std::string, std::string> golden;
   for (std::string line; std::getline(in, line);) {
     if (line.empty() || line[0] == '#') continue;
@@ -119,29 +129,55 @@ TEST(random_curand_match, call_sequences_equal_libcurand) {
   const auto seeded = static_cast<std::uint64_t>(kr::ordering::pseudo_seeded);
   const auto deflt = static_cast<std::uint64_t>(kr::ordering::pseudo_default);
   const std::vector<step> pseudo = {
-      {step::seed, 99},         {step::gen, 0, d::raw, 10001},   {step::seed, 7},
-      {step::gen, 0, d::normal, 4000},   {step::seed, 11},       {step::gen, 0, d::raw, 9000},
-      {step::order, best},    {step::gen, 0, d::uniform, 3001},
-      {step::gen, 0, d::uniform_double, 2000}, {step::offset, 12345}, {step::gen, 0, d::log_normal, 5000},
-      {step::order, legacy},    {step::gen, 0, d::raw, 7000},    {step::gen, 0, d::normal_double, 3000},
-      {step::seed, 11},         {step::order, legacy},           {step::gen, 0, d::uniform, 9000},
-      {step::order, seeded},    {step::gen, 0, d::normal, 6000}, {step::seed, 5},
-      {step::gen, 0, d::log_normal_double, 5000},                {step::order, best},
+      {step::seed, 99},
+      {step::gen, 0, d::raw, 10001},
+      {step::seed, 7},
+      {step::gen, 0, d::normal, 4000},
+      {step::seed, 11},
+      {step::gen, 0, d::raw, 9000},
+      {step::order, best},
+      {step::gen, 0, d::uniform, 3001},
+      {step::gen, 0, d::uniform_double, 2000},
+      {step::offset, 12345},
+      {step::gen, 0, d::log_normal, 5000},
+      {step::order, legacy},
+      {step::gen, 0, d::raw, 7000},
+      {step::gen, 0, d::normal_double, 3000},
+      {step::seed, 11},
+      {step::order, legacy},
+      {step::gen, 0, d::uniform, 9000},
+      {step::order, seeded},
+      {step::gen, 0, d::normal, 6000},
+      {step::seed, 5},
+      {step::gen, 0, d::log_normal_double, 5000},
+      {step::order, best},
       {step::gen, 0, d::raw, 9001},
-      {step::seed, 5},          {step::gen, 0, d::raw, 4099}};  // word counts re-derived from the position
-  const std::vector<step> philox_doubles = {
-      {step::seed, 1234},       {step::offset, 5},                 {step::gen, 0, d::uniform_double, 1001},
-      {step::gen, 0, d::uniform, 300001}, {step::gen, 0, d::normal_double, 400000},
-      {step::gen, 0, d::raw, 3},          {step::gen, 0, d::log_normal_double, 262147},
-      {step::offset, 1000003},
-      {step::gen, 0, d::normal_double, 300000},   {step::seed, 1234},          {step::order, deflt},
-      {step::gen, 0, d::uniform_double, 70001},   {step::seed, 99},            {step::gen, 0, d::normal, 5001},
-      {step::gen, 0, d::normal_double, 262143},   {step::order, best},         {step::gen, 0, d::uniform_double, 3},
-      {step::order, legacy},                      {step::gen, 0, d::raw, 300001}};
-  const std::pair<kr::rng_type, const std::vector<step>*> runs[] = {{kr::rng_type::xorwow, &pseudo},
-                                                                    {kr::rng_type::mrg32k3a, &pseudo},
-                                                                    {kr::rng_type::philox4_32_10, &philox_doubles},
-                                                                    {kr::rng_type::mtgp32, &pseudo}};
+      {step::seed, 5},
+      {step::gen, 0, d::raw, 4099}};  // word counts re-derived from the position
+  const std::vector<step> philox_doubles = {{step::seed, 1234},
+                                            {step::offset, 5},
+                                            {step::gen, 0, d::uniform_double, 1001},
+                                            {step::gen, 0, d::uniform, 300001},
+                                            {step::gen, 0, d::normal_double, 400000},
+                                            {step::gen, 0, d::raw, 3},
+                                            {step::gen, 0, d::log_normal_double, 262147},
+                                            {step::offset, 1000003},
+                                            {step::gen, 0, d::normal_double, 300000},
+                                            {step::seed, 1234},
+                                            {step::order, deflt},
+                                            {step::gen, 0, d::uniform_double, 70001},
+                                            {step::seed, 99},
+                                            {step::gen, 0, d::normal, 5001},
+                                            {step::gen, 0, d::normal_double, 262143},
+                                            {step::order, best},
+                                            {step::gen, 0, d::uniform_double, 3},
+                                            {step::order, legacy},
+                                            {step::gen, 0, d::raw, 300001}};
+  const std::pair<kr::rng_type, const std::vector<step>*> runs[] = {
+      {kr::rng_type::xorwow, &pseudo},
+      {kr::rng_type::mrg32k3a, &pseudo},
+      {kr::rng_type::philox4_32_10, &philox_doubles},
+      {kr::rng_type::mtgp32, &pseudo}};
   for (const auto& [type, steps] : runs) {
     if (type == kr::rng_type::mtgp32 && !kr::mtgp32_default_tables().tables) continue;
     kr::generator ours(type);
@@ -159,8 +195,8 @@ TEST(random_curand_match, call_sequences_equal_libcurand) {
       at = (at + 63) / 64 * 64;
       const std::size_t len = s.n * kr::value_size(s.dist);
       EXPECT_TRUE(std::equal(a.begin() + at, a.begin() + at + len, b.begin() + at))
-          << kr::to_string(type) << ": call " << call << " (" << kr::to_string(s.dist) << " x" << s.n
-          << ") differs from libcurand";
+          << kr::to_string(type) << ": call " << call << " (" << kr::to_string(s.dist) << " x"
+          << s.n << ") differs from libcurand";
       at += len;
       ++call;
     }
@@ -176,14 +212,24 @@ TEST(random_curand_match, mt19937_call_sequence_equals_libcurand) {
   using d = kr::distribution;
   const auto def = static_cast<std::uint64_t>(kr::ordering::pseudo_default);
   const auto legacy = static_cast<std::uint64_t>(kr::ordering::pseudo_legacy);
-  const std::vector<step> steps = {
-      {step::seed, 0x1234567800000042ull}, {step::gen, 0, d::raw, 70001},     {step::gen, 0, d::uniform, 3},
-      {step::offset, 3},                   {step::gen, 0, d::normal, 65537},  {step::seed, 0x1234567800000042ull},
-      {step::order, def},                  {step::gen, 0, d::log_normal, 999}, {step::gen, 0, d::uniform_double, 140000},
-      {step::gen, 0, d::normal_double, 70001}, {step::gen, 0, d::log_normal_double, 3},
-      {step::seed, 5},                     {step::gen, 0, d::normal, 1001},   {step::gen, 0, d::log_normal_double, 65535},
-      {step::order, legacy},               {step::gen, 0, d::normal_double, 9}, {step::gen, 0, d::raw, 600000},
-      {step::gen, 0, d::uniform, 5111808}};
+  const std::vector<step> steps = {{step::seed, 0x1234567800000042ull},
+                                   {step::gen, 0, d::raw, 70001},
+                                   {step::gen, 0, d::uniform, 3},
+                                   {step::offset, 3},
+                                   {step::gen, 0, d::normal, 65537},
+                                   {step::seed, 0x1234567800000042ull},
+                                   {step::order, def},
+                                   {step::gen, 0, d::log_normal, 999},
+                                   {step::gen, 0, d::uniform_double, 140000},
+                                   {step::gen, 0, d::normal_double, 70001},
+                                   {step::gen, 0, d::log_normal_double, 3},
+                                   {step::seed, 5},
+                                   {step::gen, 0, d::normal, 1001},
+                                   {step::gen, 0, d::log_normal_double, 65535},
+                                   {step::order, legacy},
+                                   {step::gen, 0, d::normal_double, 9},
+                                   {step::gen, 0, d::raw, 600000},
+                                   {step::gen, 0, d::uniform, 5111808}};
   kr::generator ours(kr::rng_type::mt19937);
   std::unique_ptr<kr::curand_generator> theirs;
   ASSERT_EQ(ref.create_host_generator(kr::rng_type::mt19937, theirs), kr::status::success);
@@ -198,7 +244,8 @@ TEST(random_curand_match, mt19937_call_sequence_equals_libcurand) {
     at = (at + 63) / 64 * 64;
     const std::size_t len = s.n * kr::value_size(s.dist);
     EXPECT_TRUE(std::equal(a.begin() + at, a.begin() + at + len, b.begin() + at))
-        << "call " << call << " (" << kr::to_string(s.dist) << " x" << s.n << ") differs from libcurand";
+        << "call " << call << " (" << kr::to_string(s.dist) << " x" << s.n
+        << ") differs from libcurand";
     at += len;
     ++call;
   }
@@ -208,10 +255,11 @@ TEST(random_curand_match, mt19937_call_sequence_equals_libcurand) {
 TEST(random_curand_match, ordering_statuses_match_curand) {
   const auto& ref = kr::curand_reference::get();
   if (!ref.available()) GTEST_SKIP() << ref.description();
-  for (auto type : {kr::rng_type::philox4_32_10, kr::rng_type::xorwow, kr::rng_type::mrg32k3a, kr::rng_type::mt19937,
-                    kr::rng_type::mtgp32})
-    for (auto order : {kr::ordering::pseudo_best, kr::ordering::pseudo_default, kr::ordering::pseudo_seeded,
-                       kr::ordering::pseudo_legacy, kr::ordering::pseudo_dynamic, kr::ordering::quasi_default}) {
+  for (auto type : {kr::rng_type::philox4_32_10, kr::rng_type::xorwow, kr::rng_type::mrg32k3a,
+                    kr::rng_type::mt19937, kr::rng_type::mtgp32})
+    for (auto order :
+         {kr::ordering::pseudo_best, kr::ordering::pseudo_default, kr::ordering::pseudo_seeded,
+          kr::ordering::pseudo_legacy, kr::ordering::pseudo_dynamic, kr::ordering::quasi_default}) {
       if (type == kr::rng_type::mtgp32 && !kr::mtgp32_default_tables().tables) continue;
       kr::generator ours(type);
       std::unique_ptr<kr::curand_generator> theirs;
@@ -258,6 +306,7 @@ TEST(random_curand_match, mtgp32_normals_equal_libcurand_on_16m_values) {
   ASSERT_EQ(g.generate_normal(ours.data(), n, 0.0f, 1.0f), kr::status::success);
   ASSERT_EQ(c->generate_normal(theirs.data(), n, 0.0f, 1.0f), kr::status::success);
   std::size_t differ = 0;
-  for (std::size_t i = 0; i < n; ++i) differ += std::memcmp(&ours[i], &theirs[i], sizeof(float)) != 0;
+  for (std::size_t i = 0; i < n; ++i)
+    differ += std::memcmp(&ours[i], &theirs[i], sizeof(float)) != 0;
   EXPECT_EQ(differ, 0u);
 }

@@ -70,7 +70,8 @@ TEST(random_mt19937, characteristic_polynomial_from_berlekamp_massey) {
 
 TEST(random_mt19937, skipahead_equals_stepping) {
   // Short jumps step; from 2^20 + 1 on they apply x^n mod P.
-  for (std::uint64_t n : {0ull, 1ull, 623ull, 624ull, 625ull, 99991ull, (1ull << 20) + 1, 3000017ull}) {
+  for (std::uint64_t n :
+       {0ull, 1ull, 623ull, 624ull, 625ull, 99991ull, (1ull << 20) + 1, 3000017ull}) {
     kr::mt19937_state a = kr::mt19937_seed(77u), b = a;
     for (std::uint64_t i = 0; i < n; ++i) kr::mt19937_step(a);
     kr::mt19937_skipahead(b, n);
@@ -92,7 +93,8 @@ TEST(random_mt19937, subsequence_jumps_compose) {
   for (int k = 0; k < 20; ++k) x20 = kr::detail::mt19937_square(x20);
   EXPECT_EQ(kr::mt19937_jump_polynomial(1ull << 20), x20);
   // x^a x^b = x^(a+b), by the general product.
-  EXPECT_EQ(kr::detail::mt19937_multiply(kr::mt19937_jump_polynomial(1ull << 21), kr::mt19937_jump_polynomial(12345)),
+  EXPECT_EQ(kr::detail::mt19937_multiply(kr::mt19937_jump_polynomial(1ull << 21),
+                                         kr::mt19937_jump_polynomial(12345)),
             kr::mt19937_jump_polynomial((1ull << 21) + 12345));
   kr::mt19937_state a = kr::mt19937_seed(5u), b = a;
   kr::mt19937_step(a);
@@ -153,7 +155,8 @@ TEST(random_mt19937, distributions_convert_one_word_per_position) {
   std::vector<double> zd(999), ld(5), d(n - 1001 - 65535 - 65537 - 7 - 999 - 5);
   ASSERT_EQ(g.generate(a.data(), a.size()), kr::status::success);
   ASSERT_EQ(g.generate_uniform(u.data(), u.size()), kr::status::success);
-  ASSERT_EQ(g.generate_normal(z.data(), z.size(), 1.5f, 2.0f), kr::status::success);  // odd counts are fine
+  ASSERT_EQ(g.generate_normal(z.data(), z.size(), 1.5f, 2.0f),
+            kr::status::success);  // odd counts are fine
   ASSERT_EQ(g.generate_log_normal(l.data(), l.size(), 0.25f, 0.5f), kr::status::success);
   ASSERT_EQ(g.generate_normal_double(zd.data(), zd.size(), 1.5, 2.0), kr::status::success);
   ASSERT_EQ(g.generate_log_normal_double(ld.data(), ld.size(), 0.25, 0.5), kr::status::success);
@@ -230,7 +233,8 @@ TEST(random_mt19937, output_does_not_depend_on_threads_or_splits) {
     g.set_threads(threads);
     std::vector<std::uint32_t> out(n);
     std::size_t at = 0;
-    for (std::size_t part : {std::size_t{7}, std::size_t{65536}, std::size_t{1}, std::size_t{200000}}) {
+    for (std::size_t part :
+         {std::size_t{7}, std::size_t{65536}, std::size_t{1}, std::size_t{200000}}) {
       ASSERT_EQ(g.generate(out.data() + at, part), kr::status::success);
       at += part;
     }

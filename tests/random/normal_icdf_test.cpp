@@ -37,7 +37,7 @@ long double reference_erfcinv(float y) {
 
 // The same for a double a = 2p.
 long double reference_erfcinv_double(double a) {
-  const bool complement = a < 0.5, negative = a > 1.0;
+  const bool complement = a<0.5, negative = a> 1.0;
   const long double target = complement ? a : negative ? a - 1.0L : 1.0L - a;
   long double lo = 0, hi = 10;
   for (int i = 0; i < 200; ++i) {
@@ -52,7 +52,8 @@ long double reference_erfcinv_double(double a) {
 // The words of the sweeps: small ones (the far tail), a stride through the rest, p = 1/2.
 std::vector<std::uint32_t> sweep_words(std::uint32_t small, std::uint32_t stride) {
   std::vector<std::uint32_t> w;
-  for (std::uint64_t x = 0; x <= 0x80000000ull; x += (x < small ? 1 : stride)) w.push_back(static_cast<std::uint32_t>(x));
+  for (std::uint64_t x = 0; x <= 0x80000000ull; x += (x < small ? 1 : stride))
+    w.push_back(static_cast<std::uint32_t>(x));
   w.push_back(0x80000000u);
   return w;
 }
@@ -60,7 +61,8 @@ std::vector<std::uint32_t> sweep_words(std::uint32_t small, std::uint32_t stride
 // Distance in ulps of a double from a long double.
 double ulps(double x, long double exact) {
   const double e = static_cast<double>(exact);
-  return static_cast<double>(std::fabs(x - exact)) / (std::nextafter(std::fabs(e), INFINITY) - std::fabs(e));
+  return static_cast<double>(std::fabs(x - exact)) /
+         (std::nextafter(std::fabs(e), INFINITY) - std::fabs(e));
 }
 
 }  // namespace
@@ -107,7 +109,8 @@ void expect_vectors_equal_scalar(Scalar scalar, Vector vector) {
       std::vector<T> z(n);
       vector(w.data(), n, z.data());
       for (std::size_t i = 0; i < n; ++i)
-        ASSERT_EQ(std::memcmp(&z[i], &expect[i], sizeof(T)), 0) << "level " << static_cast<int>(l) << ", word " << w[i];
+        ASSERT_EQ(std::memcmp(&z[i], &expect[i], sizeof(T)), 0)
+            << "level " << static_cast<int>(l) << ", word " << w[i];
     }
   }
   simd::force_level(saved);

@@ -19,7 +19,8 @@ TEST(random_opencl, ulp_distance_counts_representable_steps) {
   std::memcpy(&one_up, &a[0], 4);
   ++one_up;
   std::memcpy(&b[2], &one_up, 4);
-  EXPECT_EQ(ko::max_ulp_distance(a, b, 2), 0u);  // 1 == 1, -0 and +0 are one line point apart at most
+  EXPECT_EQ(ko::max_ulp_distance(a, b, 2),
+            0u);  // 1 == 1, -0 and +0 are one line point apart at most
   EXPECT_EQ(ko::max_ulp_distance(a + 2, b + 2, 1), 1u);
 }
 
@@ -40,18 +41,22 @@ TEST(random_opencl, philox_matches_host_generator) {
       g.set_offset(offset);
       ASSERT_EQ(g.generate_uniform(hf.data(), n), kr::status::success);
       ko::philox_generate(ko::output::uniform, df.data(), n, seed, offset, 0, 1, ko::math::exact);
-      EXPECT_EQ(std::memcmp(hf.data(), df.data(), n * 4), 0) << "uniform seed " << seed << " offset " << offset;
+      EXPECT_EQ(std::memcmp(hf.data(), df.data(), n * 4), 0)
+          << "uniform seed " << seed << " offset " << offset;
 
       g.set_offset(offset);
       ASSERT_EQ(g.generate_normal(hf.data(), n, 0.5f, 2.0f), kr::status::success);
-      ko::philox_generate(ko::output::normal, df.data(), n, seed, offset, 0.5f, 2.0f, ko::math::exact);
-      EXPECT_EQ(ko::max_ulp_distance(hf.data(), df.data(), n), 0u) << "normal (exact math) seed " << seed;
+      ko::philox_generate(ko::output::normal, df.data(), n, seed, offset, 0.5f, 2.0f,
+                          ko::math::exact);
+      EXPECT_EQ(ko::max_ulp_distance(hf.data(), df.data(), n), 0u)
+          << "normal (exact math) seed " << seed;
 
-      ko::philox_generate(ko::output::normal, df.data(), n, seed, offset, 0.5f, 2.0f, ko::math::native);
+      ko::philox_generate(ko::output::normal, df.data(), n, seed, offset, 0.5f, 2.0f,
+                          ko::math::native);
       const std::uint32_t ulp = ko::max_ulp_distance(hf.data(), df.data(), n);
       RecordProperty("native_math_max_ulp", static_cast<int>(ulp));
-      std::printf("OpenCL native math (%s): max %u ULP from libcurand's bits (seed %llu)\n", ko::device_name().c_str(),
-                  ulp, static_cast<unsigned long long>(seed));
+      std::printf("OpenCL native math (%s): max %u ULP from libcurand's bits (seed %llu)\n",
+                  ko::device_name().c_str(), ulp, static_cast<unsigned long long>(seed));
       // Near a zero of sin/cos the relative error of any float sin is large: bound loosely.
       EXPECT_LT(ulp, 1u << 20);
     }

@@ -28,8 +28,9 @@ namespace {
 // Every generator keel can create here (MTGP32 and scrambled Sobol32 need their tables).
 std::vector<kr::rng_type> all_types() {
   std::vector<kr::rng_type> out;
-  for (auto t : {kr::rng_type::philox4_32_10, kr::rng_type::xorwow, kr::rng_type::mrg32k3a, kr::rng_type::mt19937,
-                 kr::rng_type::mtgp32, kr::rng_type::sobol32, kr::rng_type::scrambled_sobol32}) {
+  for (auto t : {kr::rng_type::philox4_32_10, kr::rng_type::xorwow, kr::rng_type::mrg32k3a,
+                 kr::rng_type::mt19937, kr::rng_type::mtgp32, kr::rng_type::sobol32,
+                 kr::rng_type::scrambled_sobol32}) {
     std::unique_ptr<kr::generator> g;
     if (kr::generator::create(t, g) == kr::status::success) out.push_back(t);
   }
@@ -83,7 +84,8 @@ TEST(random_poisson, table_mass_is_the_poisson_pmf) {
       const double k = t.first() + static_cast<double>(i);
       const double p = std::exp(k * std::log(lambda) - lambda - std::lgamma(k + 1));
       // Each piece's edges round to whole words.
-      EXPECT_NEAR(mass.words[i], p * 0x1p32, mass.pieces[i] + 1) << "lambda " << lambda << " k " << k;
+      EXPECT_NEAR(mass.words[i], p * 0x1p32, mass.pieces[i] + 1)
+          << "lambda " << lambda << " k " << k;
       total += mass.words[i];
     }
     EXPECT_EQ(total, 0x1p32) << lambda;
@@ -97,7 +99,8 @@ TEST(random_poisson, table_range_is_libcurands) {
     double lambda;
     std::uint32_t first;
     std::size_t size;
-  } known[] = {{1e-6, 0, 45}, {0.5, 0, 157}, {10, 0, 304}, {63.9, 0, 570}, {1000, 71, 2374}, {1999, 549, 3403}};
+  } known[] = {{1e-6, 0, 45},  {0.5, 0, 157},    {10, 0, 304},
+               {63.9, 0, 570}, {1000, 71, 2374}, {1999, 549, 3403}};
   for (const auto& k : known) {
     const kr::poisson_table t(k.lambda);
     EXPECT_EQ(t.first(), k.first) << k.lambda;
@@ -123,7 +126,8 @@ TEST(random_poisson, table_map_equals_scalar_lookup) {
       for (int i = 0; i < 100003; ++i) w.push_back(static_cast<std::uint32_t>(rng()));
       std::vector<std::uint32_t> mapped = w;
       t.map(mapped.data(), mapped.size());
-      for (std::size_t i = 0; i < w.size(); ++i) ASSERT_EQ(mapped[i], t(w[i])) << lambda << " word " << w[i];
+      for (std::size_t i = 0; i < w.size(); ++i)
+        ASSERT_EQ(mapped[i], t(w[i])) << lambda << " word " << w[i];
     }
   }
 }
@@ -191,8 +195,8 @@ TEST(random_poisson, inversion_ends_are_libcurands) {
   const struct {
     double lambda;
     std::uint32_t lowest, highest;
-  } known[] = {{10, 0, 44},        {10.5, 0, 47},       {32, 4, 89},         {100, 44, 192},
-               {1000, 809, 1267},  {1999, 1727, 2370},  {4000, 3612, 4519},  {8000, 7449, 8725}};
+  } known[] = {{10, 0, 44},       {10.5, 0, 47},      {32, 4, 89},        {100, 44, 192},
+               {1000, 809, 1267}, {1999, 1727, 2370}, {4000, 3612, 4519}, {8000, 7449, 8725}};
   for (const auto& k : known) {
     const kr::poisson_inversion inv(k.lambda);
     EXPECT_EQ(inv(0), k.lowest) << k.lambda;
@@ -236,7 +240,8 @@ TEST(random_poisson, nan_lambda) {
     kr::generator g(type), h(type);
     std::vector<std::uint32_t> out(1001, 7), raw(1002), next(1);
     ASSERT_EQ(g.generate_poisson(out.data(), out.size(), std::nan("")), kr::status::success);
-    EXPECT_EQ(out, std::vector<std::uint32_t>(out.size(), kr::poisson_nan_count(type))) << kr::to_string(type);
+    EXPECT_EQ(out, std::vector<std::uint32_t>(out.size(), kr::poisson_nan_count(type)))
+        << kr::to_string(type);
     g.generate(next.data(), 1);
     h.generate(raw.data(), raw.size());
     EXPECT_EQ(next[0], raw.back()) << kr::to_string(type);
@@ -265,7 +270,8 @@ TEST(random_poisson, inversion_boundaries_equal_libcurand_to_the_last_bit) {
     const auto& t = inv.thresholds();
     // Thresholds in the lower tail, the middle and the upper tail (P near 2^-6, 1/2, 1 - 2^-6).
     for (std::uint32_t q : {1u << 26, 1u << 31, 0u - (1u << 26)})
-      for (std::uint32_t w : {*std::lower_bound(t.begin(), t.end(), q), *std::lower_bound(t.begin(), t.end(), q) - 1}) {
+      for (std::uint32_t w : {*std::lower_bound(t.begin(), t.end(), q),
+                              *std::lower_bound(t.begin(), t.end(), q) - 1}) {
         auto curand_count = [&](double l) {
           std::uint32_t k = 0;
           theirs->set_offset(sobol_offset_of(w));
@@ -276,7 +282,8 @@ TEST(random_poisson, inversion_boundaries_equal_libcurand_to_the_last_bit) {
         double d = lambda * 1e-12;
         while (d < lambda * 1e-3 && curand_count(lambda - d) == curand_count(lambda + d)) d *= 8;
         ASSERT_LT(d, lambda * 1e-3) << lambda << " word " << w;
-        EXPECT_EQ(bisect(keel_count, lambda - d, lambda + d), bisect(curand_count, lambda - d, lambda + d))
+        EXPECT_EQ(bisect(keel_count, lambda - d, lambda + d),
+                  bisect(curand_count, lambda - d, lambda + d))
             << "lambda " << lambda << " word " << w;
         ++compared;
       }
@@ -351,7 +358,8 @@ TEST(random_poisson, table_boundaries_equal_libcurand_to_the_last_bit) {
       if (d >= lambda * 1e-3) continue;
       ++found;
       const double theirs_at = bisect(curand_count, lambda - d, lambda + d);
-      const double ours_at = bisect([&](double l) { return kr::poisson_table(l)(w); }, lambda - d, lambda + d);
+      const double ours_at =
+          bisect([&](double l) { return kr::poisson_table(l)(w); }, lambda - d, lambda + d);
       EXPECT_EQ(ours_at, theirs_at) << "lambda " << lambda << " position " << pos;
       ++compared;
     }
@@ -368,7 +376,8 @@ TEST(random_poisson, normals_convert_as_the_scalar_formula) {
   for (double lambda : {2000.0, 4096.5, 1e5, 400000.0, std::nan("")}) {
     std::vector<std::uint32_t> out(zs.size());
     kr::poisson_from_normals(zs.data(), out.data(), zs.size(), lambda);
-    for (std::size_t i = 0; i < zs.size(); ++i) ASSERT_EQ(out[i], kr::poisson_from_normal(zs[i], lambda)) << lambda;
+    for (std::size_t i = 0; i < zs.size(); ++i)
+      ASSERT_EQ(out[i], kr::poisson_from_normal(zs[i], lambda)) << lambda;
   }
 }
 
@@ -383,7 +392,8 @@ TEST(random_poisson, output_does_not_depend_on_threads) {
         g.set_threads(threads);
         g.set_seed(99);
         g.set_offset(12345);
-        ASSERT_EQ(g.generate_poisson(threads == 1 ? a.data() : b.data(), n, lambda), kr::status::success);
+        ASSERT_EQ(g.generate_poisson(threads == 1 ? a.data() : b.data(), n, lambda),
+                  kr::status::success);
       }
       EXPECT_EQ(a, b) << kr::to_string(type) << " lambda " << lambda;
     }
@@ -394,8 +404,13 @@ TEST(random_poisson, statuses_match_curand) {
   const auto& ref = kr::curand_reference::get();
   if (!ref.available()) GTEST_SKIP() << ref.description();
   const double inf = std::numeric_limits<double>::infinity();
-  const double lambdas[] = {-1.0, 0.0, -0.0, 1e-300, 4.9e-324, 1999.9999999999998, 2000.0, 8000.0, 400000.0,
-                            400000.00000000006, 1e9, inf, -inf, std::nan("")};
+  const double lambdas[] = {-1.0,     0.0,
+                            -0.0,     1e-300,
+                            4.9e-324, 1999.9999999999998,
+                            2000.0,   8000.0,
+                            400000.0, 400000.00000000006,
+                            1e9,      inf,
+                            -inf,     std::nan("")};
   for (auto type : all_types()) {
     kr::generator ours(type);
     std::unique_ptr<kr::curand_generator> theirs;
@@ -445,7 +460,8 @@ std::vector<std::vector<unsigned char>> play(G& g, const std::vector<step>& step
       case step::gen: {
         // 64-byte aligned (libcurand's double paths fault on misaligned pointers).
         const std::unique_ptr<unsigned char, decltype(&std::free)> buf(
-            static_cast<unsigned char*>(std::aligned_alloc(64, (s.n * 8 + 63) / 64 * 64)), &std::free);
+            static_cast<unsigned char*>(std::aligned_alloc(64, (s.n * 8 + 63) / 64 * 64)),
+            &std::free);
         st = kr::generate(g, s.dist, buf.get(), s.n, kr::dist_params{0.5, 1.5, s.lambda});
         outputs.emplace_back(buf.get(), buf.get() + s.n * kr::value_size(s.dist));
         break;
@@ -471,19 +487,19 @@ TEST(random_poisson, call_sequences_equal_libcurand) {
   const auto dflt = static_cast<std::uint64_t>(kr::ordering::pseudo_default);
   const std::vector<step> steps = {
       {step::seed, 1234},
-      {step::gen, 0, d::poisson, 12389, 1e5},    // XORWOW threads 0..100 keep a cosine
+      {step::gen, 0, d::poisson, 12389, 1e5},  // XORWOW threads 0..100 keep a cosine
       {step::gen, 0, d::raw, 20001},
-      {step::gen, 0, d::poisson, 9001, 4096},    // the kept cosines come out first
+      {step::gen, 0, d::poisson, 9001, 4096},  // the kept cosines come out first
       {step::gen, 0, d::normal, 4000},
-      {step::gen, 0, d::poisson, 5003, 10.0},    // the table path: one word per output
+      {step::gen, 0, d::poisson, 5003, 10.0},  // the table path: one word per output
       {step::gen, 0, d::poisson, 7, 2000.0},
-      {step::gen, 0, d::poisson, 6007, 100.0},   // MTGP32, Sobol': inversion
+      {step::gen, 0, d::poisson, 6007, 100.0},  // MTGP32, Sobol': inversion
       {step::gen, 0, d::poisson, 9, std::nextafter(10.0, 0.0)},
       {step::gen, 0, d::poisson, 5, std::nextafter(32.0, 0.0)},
       {step::gen, 0, d::poisson, 20001, 8000.0},
       {step::gen, 0, d::poisson, 20001, 8000.5},
       {step::gen, 0, d::poisson, 40001, 350000.1},  // MT19937: sqrtf((float)lambda)
-      {step::seed, 77},                          // drops the kept cosines, re-derives words
+      {step::seed, 77},                             // drops the kept cosines, re-derives words
       {step::gen, 0, d::poisson, 4097, 1e5},
       {step::gen, 0, d::poisson, 3001, 0.5},
       {step::offset, 1000003},
@@ -497,7 +513,7 @@ TEST(random_poisson, call_sequences_equal_libcurand) {
       {step::gen, 0, d::raw, 4097},
       {step::gen, 0, d::poisson, 90000, 1999.0},
       // Doubles last: keel does not reproduce re-seeding or re-ordering Philox after them.
-      {step::gen, 0, d::uniform_double, 1002},   // Philox: Poisson reads the shifted blocks
+      {step::gen, 0, d::uniform_double, 1002},  // Philox: Poisson reads the shifted blocks
       {step::gen, 0, d::poisson, 300001, 400000.0},
       {step::gen, 0, d::normal_double, 2000},
       {step::gen, 0, d::poisson, 3, std::nan("")},
@@ -524,6 +540,7 @@ TEST(random_poisson, call_sequences_equal_libcurand) {
     const auto a = play(ours, run);
     const auto b = play(*theirs, run);
     ASSERT_EQ(a.size(), b.size());
-    for (std::size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(a[i] == b[i]) << kr::to_string(type) << ": output " << i;
+    for (std::size_t i = 0; i < a.size(); ++i)
+      EXPECT_TRUE(a[i] == b[i]) << kr::to_string(type) << ": output " << i;
   }
 }

@@ -49,8 +49,8 @@ process_result run_process(const std::vector<std::string>& argv, double seconds)
     ::close(err_pipe[0]);
     throw std::runtime_error("cannot start " + argv[0]);
   }
-  const auto deadline = start + std::chrono::duration_cast<clock::duration>(
-                                    std::chrono::duration<double>(seconds));
+  const auto deadline =
+      start + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(seconds));
   process_result result;
   pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
   int open = 2;

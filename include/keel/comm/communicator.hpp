@@ -92,7 +92,8 @@ class communicator {
   transport transport_to(int peer) const;
   const cost_model& model() const noexcept;
   // What `auto` (or an override) picks for a collective of `bytes` bytes, and why.
-  choice choose(collective c, std::size_t bytes, algorithm requested = algorithm::auto_select) const;
+  choice choose(collective c, std::size_t bytes,
+                algorithm requested = algorithm::auto_select) const;
 
   void allreduce(const void* in, void* out, std::size_t count, dtype t, reduce_op op,
                  call_options o = {});

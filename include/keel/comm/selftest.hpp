@@ -34,7 +34,8 @@ std::string describe(const test_case& t);
 void make_case_buffers(const test_case& t, int rank, int size, std::vector<std::byte>& input,
                        std::vector<std::byte>& expected);
 // Number of output elements that differ from `expected` (0: pass).
-std::size_t count_wrong(const test_case& t, int rank, int size, const std::vector<std::byte>& output,
+std::size_t count_wrong(const test_case& t, int rank, int size,
+                        const std::vector<std::byte>& output,
                         const std::vector<std::byte>& expected);
 // Runs `t` on `c` (all ranks must call it with the same case) and returns count_wrong.
 std::size_t run_case(communicator& c, const test_case& t, call_options o = {});

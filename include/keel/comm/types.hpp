@@ -17,7 +17,14 @@ namespace keel::comm {
 enum class dtype : std::uint8_t { f32, f64, f16, bf16, i32, i64, u8 };
 enum class reduce_op : std::uint8_t { sum, prod, min, max, avg };
 enum class collective : std::uint8_t {
-  allreduce, reduce, broadcast, reduce_scatter, allgather, alltoall, sendrecv, barrier
+  allreduce,
+  reduce,
+  broadcast,
+  reduce_scatter,
+  allgather,
+  alltoall,
+  sendrecv,
+  barrier
 };
 // auto_select: the cost model decides. ring: chunked, pipelined ring. tree: NCCL's double
 // binary tree (allreduce) or a pipelined binary tree (reduce, broadcast). rd: recursive
@@ -30,12 +37,12 @@ enum class algorithm : std::uint8_t { auto_select, ring, tree, rd, rabenseifner,
 enum class transport : std::uint8_t { auto_select, shm, tcp };
 
 std::size_t dtype_size(dtype t) noexcept;
-std::string_view to_string(dtype t) noexcept;        // nccl-tests name: "float", "half", ...
-std::string_view short_name(dtype t) noexcept;       // "f32", "f16", ...
-std::string_view to_string(reduce_op op) noexcept;   // "sum", ...
-std::string_view to_string(collective c) noexcept;   // "allreduce", ...
-std::string_view to_string(algorithm a) noexcept;    // "auto", "ring", ...
-std::string_view to_string(transport t) noexcept;    // "auto", "shm", "tcp"
+std::string_view to_string(dtype t) noexcept;       // nccl-tests name: "float", "half", ...
+std::string_view short_name(dtype t) noexcept;      // "f32", "f16", ...
+std::string_view to_string(reduce_op op) noexcept;  // "sum", ...
+std::string_view to_string(collective c) noexcept;  // "allreduce", ...
+std::string_view to_string(algorithm a) noexcept;   // "auto", "ring", ...
+std::string_view to_string(transport t) noexcept;   // "auto", "shm", "tcp"
 
 dtype parse_dtype(std::string_view name);
 reduce_op parse_reduce_op(std::string_view name);

@@ -28,10 +28,10 @@ struct config_elem {
 
 struct config_item {
   std::string key;
-  std::string value;               // the word, when !is_list
+  std::string value;  // the word, when !is_list
   bool is_list = false;
-  std::vector<config_elem> list;   // the elements, when is_list
-  std::size_t column = 0;          // 1-based column of the key in the source text
+  std::vector<config_elem> list;  // the elements, when is_list
+  std::size_t column = 0;         // 1-based column of the key in the source text
 };
 
 class config_string {

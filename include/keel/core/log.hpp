@@ -38,7 +38,8 @@ void log_write(log_level level, std::string_view module, std::string_view messag
 template <class... Args>
 void log(log_level level, std::string_view module, fmt::format_string<Args...> format,
          Args&&... args) {
-  if (log_enabled(level)) log_write(level, module, fmt::format(format, std::forward<Args>(args)...));
+  if (log_enabled(level))
+    log_write(level, module, fmt::format(format, std::forward<Args>(args)...));
 }
 
 }  // namespace keel

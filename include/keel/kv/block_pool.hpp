@@ -43,14 +43,14 @@ struct block_pool_options {
 };
 
 struct pool_stats {
-  std::uint64_t requests = 0;      // successful allocate() calls
-  std::uint64_t query_tokens = 0;  // prompt tokens of those requests
-  std::uint64_t hit_tokens = 0;    // tokens of their (capped) prefix hits
-  std::uint64_t query_blocks = 0;  // hashed blocks of those requests
-  std::uint64_t hit_blocks = 0;    // blocks of their (capped) prefix hits
-  std::uint64_t evictions = 0;     // cached blocks overwritten
+  std::uint64_t requests = 0;          // successful allocate() calls
+  std::uint64_t query_tokens = 0;      // prompt tokens of those requests
+  std::uint64_t hit_tokens = 0;        // tokens of their (capped) prefix hits
+  std::uint64_t query_blocks = 0;      // hashed blocks of those requests
+  std::uint64_t hit_blocks = 0;        // blocks of their (capped) prefix hits
+  std::uint64_t evictions = 0;         // cached blocks overwritten
   std::uint64_t allocated_blocks = 0;  // fresh blocks handed out
-  std::uint64_t cow_copies = 0;    // blocks copied by append_tokens
+  std::uint64_t cow_copies = 0;        // blocks copied by append_tokens
   double token_hit_rate() const noexcept {
     return query_tokens ? static_cast<double>(hit_tokens) / static_cast<double>(query_tokens) : 0;
   }

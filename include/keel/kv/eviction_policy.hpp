@@ -30,12 +30,12 @@ namespace keel::kv {
 
 // What the pool knows about one access to a block.
 struct block_access {
-  block_hash hash = 0;           // the block's chained content hash
-  std::uint64_t time = 0;        // logical time of the access, non-decreasing
-  std::uint32_t depth = 0;       // position of the block in its request (0 = first block)
+  block_hash hash = 0;               // the block's chained content hash
+  std::uint64_t time = 0;            // logical time of the access, non-decreasing
+  std::uint32_t depth = 0;           // position of the block in its request (0 = first block)
   std::uint32_t request_blocks = 0;  // blocks in the request
-  std::uint32_t prefix_hit = 0;  // blocks of the request's prefix found in the cache
-  bool hit = false;              // on_access: the block was part of the matched prefix
+  std::uint32_t prefix_hit = 0;      // blocks of the request's prefix found in the cache
+  bool hit = false;                  // on_access: the block was part of the matched prefix
   std::uint64_t next_use = k_never;  // offline knowledge (Belady): next time this hash is used
 };
 

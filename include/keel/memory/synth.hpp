@@ -25,13 +25,13 @@ enum class synth_kind { train, infer };
 struct synth_options {
   synth_kind kind = synth_kind::train;
   std::uint64_t seed = 1;
-  int steps = 6;        // train: optimizer steps; infer: requests
+  int steps = 6;  // train: optimizer steps; infer: requests
   int layers = 12;
   int hidden = 1024;
   int heads = 16;
   int batch = 8;
   int vocab = 32000;
-  int min_seq = 128;    // train: sequence length range; infer: prompt length range
+  int min_seq = 128;  // train: sequence length range; infer: prompt length range
   int max_seq = 1024;
   int new_tokens = 64;  // infer: tokens generated per request
 };

@@ -54,28 +54,39 @@ typedef enum keel_curandOrdering {
 
 typedef struct keel_curandGenerator_st* keel_curandGenerator_t;
 
-keel_curandStatus_t keel_curandCreateGenerator(keel_curandGenerator_t* generator, keel_curandRngType_t rng_type);
-keel_curandStatus_t keel_curandCreateGeneratorHost(keel_curandGenerator_t* generator, keel_curandRngType_t rng_type);
+keel_curandStatus_t keel_curandCreateGenerator(keel_curandGenerator_t* generator,
+                                               keel_curandRngType_t rng_type);
+keel_curandStatus_t keel_curandCreateGeneratorHost(keel_curandGenerator_t* generator,
+                                                   keel_curandRngType_t rng_type);
 keel_curandStatus_t keel_curandDestroyGenerator(keel_curandGenerator_t generator);
 keel_curandStatus_t keel_curandGetVersion(int* version);
-keel_curandStatus_t keel_curandSetPseudoRandomGeneratorSeed(keel_curandGenerator_t generator, unsigned long long seed);
-keel_curandStatus_t keel_curandSetGeneratorOffset(keel_curandGenerator_t generator, unsigned long long offset);
-keel_curandStatus_t keel_curandSetGeneratorOrdering(keel_curandGenerator_t generator, keel_curandOrdering_t order);
+keel_curandStatus_t keel_curandSetPseudoRandomGeneratorSeed(keel_curandGenerator_t generator,
+                                                            unsigned long long seed);
+keel_curandStatus_t keel_curandSetGeneratorOffset(keel_curandGenerator_t generator,
+                                                  unsigned long long offset);
+keel_curandStatus_t keel_curandSetGeneratorOrdering(keel_curandGenerator_t generator,
+                                                    keel_curandOrdering_t order);
 keel_curandStatus_t keel_curandSetQuasiRandomGeneratorDimensions(keel_curandGenerator_t generator,
                                                                  unsigned int num_dimensions);
-keel_curandStatus_t keel_curandGenerate(keel_curandGenerator_t generator, unsigned int* output_ptr, size_t num);
-keel_curandStatus_t keel_curandGenerateUniform(keel_curandGenerator_t generator, float* output_ptr, size_t num);
-keel_curandStatus_t keel_curandGenerateUniformDouble(keel_curandGenerator_t generator, double* output_ptr, size_t num);
-keel_curandStatus_t keel_curandGenerateNormal(keel_curandGenerator_t generator, float* output_ptr, size_t n,
-                                              float mean, float stddev);
-keel_curandStatus_t keel_curandGenerateNormalDouble(keel_curandGenerator_t generator, double* output_ptr, size_t n,
-                                                    double mean, double stddev);
-keel_curandStatus_t keel_curandGenerateLogNormal(keel_curandGenerator_t generator, float* output_ptr, size_t n,
-                                                 float mean, float stddev);
-keel_curandStatus_t keel_curandGenerateLogNormalDouble(keel_curandGenerator_t generator, double* output_ptr,
-                                                       size_t n, double mean, double stddev);
-keel_curandStatus_t keel_curandGeneratePoisson(keel_curandGenerator_t generator, unsigned int* output_ptr, size_t n,
-                                               double lambda);
+keel_curandStatus_t keel_curandGenerate(keel_curandGenerator_t generator, unsigned int* output_ptr,
+                                        size_t num);
+keel_curandStatus_t keel_curandGenerateUniform(keel_curandGenerator_t generator, float* output_ptr,
+                                               size_t num);
+keel_curandStatus_t keel_curandGenerateUniformDouble(keel_curandGenerator_t generator,
+                                                     double* output_ptr, size_t num);
+keel_curandStatus_t keel_curandGenerateNormal(keel_curandGenerator_t generator, float* output_ptr,
+                                              size_t n, float mean, float stddev);
+keel_curandStatus_t keel_curandGenerateNormalDouble(keel_curandGenerator_t generator,
+                                                    double* output_ptr, size_t n, double mean,
+                                                    double stddev);
+keel_curandStatus_t keel_curandGenerateLogNormal(keel_curandGenerator_t generator,
+                                                 float* output_ptr, size_t n, float mean,
+                                                 float stddev);
+keel_curandStatus_t keel_curandGenerateLogNormalDouble(keel_curandGenerator_t generator,
+                                                       double* output_ptr, size_t n, double mean,
+                                                       double stddev);
+keel_curandStatus_t keel_curandGeneratePoisson(keel_curandGenerator_t generator,
+                                               unsigned int* output_ptr, size_t n, double lambda);
 
 #ifdef __cplusplus
 }

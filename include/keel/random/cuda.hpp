@@ -18,13 +18,13 @@ namespace keel::random::cuda {
 enum class output { raw, uniform, normal };
 
 // Philox4x32-10: positions [position, position + n) of `seed`'s stream.
-status philox_generate(output kind, void* out, std::size_t n, std::uint64_t seed, std::uint64_t position,
-                       float mean, float stddev, void* stream);
+status philox_generate(output kind, void* out, std::size_t n, std::uint64_t seed,
+                       std::uint64_t position, float mean, float stddev, void* stream);
 
 // XORWOW with cuRAND's 4096 subsequences: output slot s belongs to subsequence s mod 4096
 // and is its element s / 4096 (normals: a slot is one Box-Muller pair of two consecutive
 // elements). `position` counts slots as the host generator does; n must be even for normals.
-status xorwow_generate(output kind, void* out, std::size_t n, std::uint64_t seed, std::uint64_t position,
-                       float mean, float stddev, void* stream);
+status xorwow_generate(output kind, void* out, std::size_t n, std::uint64_t seed,
+                       std::uint64_t position, float mean, float stddev, void* stream);
 
 }  // namespace keel::random::cuda

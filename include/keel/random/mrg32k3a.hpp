@@ -21,8 +21,8 @@ inline constexpr std::uint64_t k_mrg_a21 = 527612u;
 inline constexpr std::uint64_t k_mrg_a23n = 1370589u;
 inline constexpr int k_mrg_subsequence_log2 = 76;
 // cuRAND's scalings of the combined output r in [1, m1].
-inline constexpr double k_mrg_norm = 2.3283065498378288e-10;   // uniform float / double
-inline constexpr double k_mrg_bits_norm = 1.000000048662;        // raw 32-bit output
+inline constexpr double k_mrg_norm = 2.3283065498378288e-10;  // uniform float / double
+inline constexpr double k_mrg_bits_norm = 1.000000048662;     // raw 32-bit output
 
 struct mrg32k3a_state {
   std::uint32_t s1[3];
@@ -33,19 +33,22 @@ struct mrg32k3a_state {
 // One step: returns the combined value r in [1, m1] (r = m1 when the components are equal).
 KEEL_HD constexpr std::uint32_t mrg32k3a_next(mrg32k3a_state& s) {
   // Both products are below 2^53, so the differences are exact in 64-bit signed integers.
-  std::int64_t p1 = static_cast<std::int64_t>(k_mrg_a12 * s.s1[1]) - static_cast<std::int64_t>(k_mrg_a13n * s.s1[0]);
+  std::int64_t p1 = static_cast<std::int64_t>(k_mrg_a12 * s.s1[1]) -
+                    static_cast<std::int64_t>(k_mrg_a13n * s.s1[0]);
   p1 %= static_cast<std::int64_t>(k_mrg_m1);
   if (p1 < 0) p1 += static_cast<std::int64_t>(k_mrg_m1);
   s.s1[0] = s.s1[1];
   s.s1[1] = s.s1[2];
   s.s1[2] = static_cast<std::uint32_t>(p1);
-  std::int64_t p2 = static_cast<std::int64_t>(k_mrg_a21 * s.s2[2]) - static_cast<std::int64_t>(k_mrg_a23n * s.s2[0]);
+  std::int64_t p2 = static_cast<std::int64_t>(k_mrg_a21 * s.s2[2]) -
+                    static_cast<std::int64_t>(k_mrg_a23n * s.s2[0]);
   p2 %= static_cast<std::int64_t>(k_mrg_m2);
   if (p2 < 0) p2 += static_cast<std::int64_t>(k_mrg_m2);
   s.s2[0] = s.s2[1];
   s.s2[1] = s.s2[2];
   s.s2[2] = static_cast<std::uint32_t>(p2);
-  return static_cast<std::uint32_t>(p1 > p2 ? p1 - p2 : p1 - p2 + static_cast<std::int64_t>(k_mrg_m1));
+  return static_cast<std::uint32_t>(p1 > p2 ? p1 - p2
+                                            : p1 - p2 + static_cast<std::int64_t>(k_mrg_m1));
 }
 
 // cuRAND's raw 32-bit output and float uniform from a combined value r.
@@ -115,8 +118,10 @@ struct mrg_matrix {
 };
 
 // The one-step transition matrices of the two components.
-inline constexpr mrg_matrix k_mrg_a1{{{0, 1, 0}, {0, 0, 1}, {k_mrg_m1 - k_mrg_a13n, k_mrg_a12, 0}}, k_mrg_m1};
-inline constexpr mrg_matrix k_mrg_a2{{{0, 1, 0}, {0, 0, 1}, {k_mrg_m2 - k_mrg_a23n, 0, k_mrg_a21}}, k_mrg_m2};
+inline constexpr mrg_matrix k_mrg_a1{{{0, 1, 0}, {0, 0, 1}, {k_mrg_m1 - k_mrg_a13n, k_mrg_a12, 0}},
+                                     k_mrg_m1};
+inline constexpr mrg_matrix k_mrg_a2{{{0, 1, 0}, {0, 0, 1}, {k_mrg_m2 - k_mrg_a23n, 0, k_mrg_a21}},
+                                     k_mrg_m2};
 
 // Advances by n steps.
 KEEL_HD constexpr void mrg32k3a_skipahead(mrg32k3a_state& s, std::uint64_t n) {

@@ -61,7 +61,8 @@ KEEL_HD constexpr std::uint32_t mt19937_temper(std::uint32_t y) {
 KEEL_HD constexpr std::uint32_t mt19937_step(mt19937_state& s) {
   const std::uint32_t i = s.i;
   const std::uint32_t i1 = i + 1 == k_mt19937_n ? 0 : i + 1;
-  const std::uint32_t im = i + k_mt19937_m < k_mt19937_n ? i + k_mt19937_m : i + k_mt19937_m - k_mt19937_n;
+  const std::uint32_t im =
+      i + k_mt19937_m < k_mt19937_n ? i + k_mt19937_m : i + k_mt19937_m - k_mt19937_n;
   const std::uint32_t w = mt19937_twist(s.x[i], s.x[i1], s.x[im]);
   s.x[i] = w;
   s.i = i1;
@@ -69,13 +70,16 @@ KEEL_HD constexpr std::uint32_t mt19937_step(mt19937_state& s) {
 }
 
 // The next 32-bit output (as std::mt19937's operator()).
-KEEL_HD constexpr std::uint32_t mt19937_next(mt19937_state& s) { return mt19937_temper(mt19937_step(s)); }
+KEEL_HD constexpr std::uint32_t mt19937_next(mt19937_state& s) {
+  return mt19937_temper(mt19937_step(s));
+}
 
 // std::mt19937's seeding (Knuth's multiplier 1812433253).
 KEEL_HD constexpr mt19937_state mt19937_seed(std::uint32_t seed) {
   mt19937_state s{};
   s.x[0] = seed;
-  for (std::uint32_t k = 1; k < k_mt19937_n; ++k) s.x[k] = 1812433253u * (s.x[k - 1] ^ (s.x[k - 1] >> 30)) + k;
+  for (std::uint32_t k = 1; k < k_mt19937_n; ++k)
+    s.x[k] = 1812433253u * (s.x[k - 1] ^ (s.x[k - 1] >> 30)) + k;
   s.i = 0;
   return s;
 }
@@ -132,12 +136,14 @@ inline void xor64(std::uint64_t* p, int k, std::uint64_t v) {
 
 // Berlekamp-Massey over GF(2): the connection polynomial C (C[0] = 1) of the shortest LFSR
 // that generates bits[0..n), with s_j = sum_{k=1..L} C_k s_{j-k}; returns L.
-inline int berlekamp_massey(const std::vector<std::uint64_t>& bits, int n, std::vector<std::uint64_t>& c) {
+inline int berlekamp_massey(const std::vector<std::uint64_t>& bits, int n,
+                            std::vector<std::uint64_t>& c) {
   const int words = n / 64 + 4;
   // Reversed sequence: rev bit k = s_{n-1-k}, so that the window s_{j-L..j} is contiguous.
   std::vector<std::uint64_t> rev(words, 0), b(words, 0), t;
   for (int k = 0; k < n; ++k)
-    if ((bits[k >> 6] >> (k & 63)) & 1u) rev[(n - 1 - k) >> 6] |= std::uint64_t{1} << ((n - 1 - k) & 63);
+    if ((bits[k >> 6] >> (k & 63)) & 1u)
+      rev[(n - 1 - k) >> 6] |= std::uint64_t{1} << ((n - 1 - k) & 63);
   c.assign(words, 0);
   c[0] = b[0] = 1;
   int l = 0, m = 1;
@@ -204,7 +210,8 @@ inline void mt19937_reduce(std::uint64_t* a, mt19937_poly& r) {
   for (int top = 64 * words - 1; top >= k_mt19937_mexp;) {
     const int w = std::min(mod.chunk, top - k_mt19937_mexp + 1);
     const int lo = top - w + 1;
-    const std::uint64_t v = bits64(a, words, lo) & (w == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << w) - 1);
+    const std::uint64_t v =
+        bits64(a, words, lo) & (w == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << w) - 1);
     if (v != 0) {
       xor64(a, lo, v);  // clears them
       for (int t : mod.terms) xor64(a, lo - k_mt19937_mexp + t, v);
@@ -285,7 +292,8 @@ inline const mt19937_jump_table& mt19937_jumps() {
     p.w[0] = 2;  // x
     for (int k = 0; k < k_mt19937_subsequence_log2; ++k) p = detail::mt19937_square(p);
     t->jump[0] = p;
-    for (int k = 1; k < mt19937_jump_table::k_count; ++k) t->jump[k] = detail::mt19937_square(t->jump[k - 1]);
+    for (int k = 1; k < mt19937_jump_table::k_count; ++k)
+      t->jump[k] = detail::mt19937_square(t->jump[k - 1]);
     return t;
   }();
   return *table;

@@ -27,8 +27,8 @@ bool available();
 std::string device_name();
 
 // Writes n 32-bit values (uint32 for raw, float otherwise) to host memory `out`.
-void philox_generate(output kind, void* out, std::size_t n, std::uint64_t seed, std::uint64_t position,
-                     float mean, float stddev, math m);
+void philox_generate(output kind, void* out, std::size_t n, std::uint64_t seed,
+                     std::uint64_t position, float mean, float stddev, math m);
 
 // Largest distance in units in the last place between two float arrays (0 = identical).
 std::uint32_t max_ulp_distance(const float* a, const float* b, std::size_t n);

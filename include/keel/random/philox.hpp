@@ -31,10 +31,9 @@ namespace detail {
 KEEL_HD constexpr philox_ctr philox_round(philox_ctr c, philox_key k) {
   const std::uint64_t p0 = std::uint64_t{k_philox_m0} * c.v[0];
   const std::uint64_t p1 = std::uint64_t{k_philox_m1} * c.v[2];
-  return philox_ctr{{static_cast<std::uint32_t>(p1 >> 32) ^ c.v[1] ^ k.v[0],
-                     static_cast<std::uint32_t>(p1),
-                     static_cast<std::uint32_t>(p0 >> 32) ^ c.v[3] ^ k.v[1],
-                     static_cast<std::uint32_t>(p0)}};
+  return philox_ctr{
+      {static_cast<std::uint32_t>(p1 >> 32) ^ c.v[1] ^ k.v[0], static_cast<std::uint32_t>(p1),
+       static_cast<std::uint32_t>(p0 >> 32) ^ c.v[3] ^ k.v[1], static_cast<std::uint32_t>(p0)}};
 }
 }  // namespace detail
 

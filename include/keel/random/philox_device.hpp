@@ -48,7 +48,8 @@ struct native_math {
 // Four uniform floats in (0, 1] from one Philox block.
 KEEL_HD inline float4_values philox_uniform4(philox_ctr ctr, philox_key key) {
   const philox_ctr w = philox4x32_10(ctr, key);
-  return {{uniform_float(w.v[0]), uniform_float(w.v[1]), uniform_float(w.v[2]), uniform_float(w.v[3])}};
+  return {
+      {uniform_float(w.v[0]), uniform_float(w.v[1]), uniform_float(w.v[2]), uniform_float(w.v[3])}};
 }
 
 // Four standard normal floats from one Philox block: Box-Muller on words (0, 1) and (2, 3),

@@ -55,9 +55,9 @@ constexpr poisson_method poisson_method_for(rng_type type, double lambda) noexce
     case rng_type::sobol32:
     case rng_type::scrambled_sobol32:
       if (lambda < (type == rng_type::mtgp32 ? 32.0 : 10.0)) return poisson_method::table;
-      return lambda <= k_poisson_inversion_limit ? poisson_method::inversion : poisson_method::normal;
-    default:
-      return lambda < k_poisson_table_limit ? poisson_method::table : poisson_method::normal;
+      return lambda <= k_poisson_inversion_limit ? poisson_method::inversion
+                                                 : poisson_method::normal;
+    default: return lambda < k_poisson_table_limit ? poisson_method::table : poisson_method::normal;
   }
 }
 
@@ -69,10 +69,8 @@ constexpr std::uint32_t poisson_nan_count(rng_type type) noexcept {
     case rng_type::mtgp32:
     case rng_type::quasi_default:
     case rng_type::sobol32:
-    case rng_type::scrambled_sobol32:
-      return 0xffffffffu;
-    default:
-      return 0;
+    case rng_type::scrambled_sobol32: return 0xffffffffu;
+    default: return 0;
   }
 }
 
@@ -94,7 +92,8 @@ class poisson_table {
   std::uint32_t operator()(std::uint32_t w) const noexcept {
     // floor(size * u): floor(size (w + 1) / 2^32), or floor(size (2 w + 1) / 2^33).
     const std::uint64_t sw = std::uint64_t{size_} * w;
-    const std::uint64_t j = uniform_ == uniform::plus_one ? (sw + size_) >> 32 : (2 * sw + size_) >> 33;
+    const std::uint64_t j =
+        uniform_ == uniform::plus_one ? (sw + size_) >> 32 : (2 * sw + size_) >> 33;
     const cell c = cells_[j];
     return w < c.threshold ? first_ + static_cast<std::uint32_t>(j) : c.alias;
   }
@@ -158,7 +157,8 @@ inline std::uint32_t poisson_from_normal(float z, double lambda) noexcept {
 
 // poisson_from_normal over n normals (SIMD where the CPU has it, same bits); `out` may be
 // `z` itself (the floats are replaced in place). Same precondition.
-void poisson_from_normals(const float* z, std::uint32_t* out, std::size_t n, double lambda) noexcept;
+void poisson_from_normals(const float* z, std::uint32_t* out, std::size_t n,
+                          double lambda) noexcept;
 
 // MT19937's normal approximation: the same formula in float, with lambda rounded to float
 // first: (unsigned)(sqrtf(l) * z + l + 0.5f), l = (float)lambda, evaluated left to right;

@@ -38,9 +38,11 @@ test_result serial_correlation(std::span<const float> x);
 using stream_fn = std::function<void(std::uint64_t stream, std::size_t n, std::uint32_t* out)>;
 // For each step k < steps, the differences x_k(s+1) - x_k(s) mod 2^32 over s < streams-1 are
 // bucketed by their top 8 bits; chi-square over all steps (p-value upper tail).
-test_result inter_stream_differences(const stream_fn& stream, std::size_t streams, std::size_t steps);
+test_result inter_stream_differences(const stream_fn& stream, std::size_t streams,
+                                     std::size_t steps);
 // Mean Pearson correlation of neighbouring streams' uniforms over `steps` values, as a z-score.
-test_result inter_stream_correlation(const stream_fn& stream, std::size_t streams, std::size_t steps);
+test_result inter_stream_correlation(const stream_fn& stream, std::size_t streams,
+                                     std::size_t steps);
 
 // Upper-tail p-value of chi-square with `dof` degrees of freedom.
 double chi_square_p(double chi2, double dof);

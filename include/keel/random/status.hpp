@@ -47,7 +47,9 @@ enum class ordering : int {
 };
 
 // Quasi-random generators (Sobol'): no seed, a dimension count instead.
-constexpr bool is_quasi(rng_type t) noexcept { return static_cast<int>(t) >= static_cast<int>(rng_type::quasi_default); }
+constexpr bool is_quasi(rng_type t) noexcept {
+  return static_cast<int>(t) >= static_cast<int>(rng_type::quasi_default);
+}
 
 std::string_view to_string(status s) noexcept;
 std::string_view to_string(rng_type t) noexcept;

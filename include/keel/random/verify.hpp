@@ -18,7 +18,16 @@
 
 namespace keel::random {
 
-enum class distribution { raw, uniform, uniform_double, normal, normal_double, log_normal, log_normal_double, poisson };
+enum class distribution {
+  raw,
+  uniform,
+  uniform_double,
+  normal,
+  normal_double,
+  log_normal,
+  log_normal_double,
+  poisson
+};
 
 std::string_view to_string(distribution d) noexcept;
 // Parses the CLI names: raw, uniform, uniform-double, normal, normal-double, log-normal,
@@ -43,16 +52,20 @@ status generate(G& g, distribution d, void* out, std::size_t n, const dist_param
   switch (d) {
     case distribution::raw: return g.generate(static_cast<std::uint32_t*>(out), n);
     case distribution::uniform: return g.generate_uniform(static_cast<float*>(out), n);
-    case distribution::uniform_double: return g.generate_uniform_double(static_cast<double*>(out), n);
+    case distribution::uniform_double:
+      return g.generate_uniform_double(static_cast<double*>(out), n);
     case distribution::normal:
-      return g.generate_normal(static_cast<float*>(out), n, static_cast<float>(p.mean), static_cast<float>(p.stddev));
-    case distribution::normal_double: return g.generate_normal_double(static_cast<double*>(out), n, p.mean, p.stddev);
+      return g.generate_normal(static_cast<float*>(out), n, static_cast<float>(p.mean),
+                               static_cast<float>(p.stddev));
+    case distribution::normal_double:
+      return g.generate_normal_double(static_cast<double*>(out), n, p.mean, p.stddev);
     case distribution::log_normal:
       return g.generate_log_normal(static_cast<float*>(out), n, static_cast<float>(p.mean),
                                    static_cast<float>(p.stddev));
     case distribution::log_normal_double:
       return g.generate_log_normal_double(static_cast<double*>(out), n, p.mean, p.stddev);
-    case distribution::poisson: return g.generate_poisson(static_cast<std::uint32_t*>(out), n, p.lambda);
+    case distribution::poisson:
+      return g.generate_poisson(static_cast<std::uint32_t*>(out), n, p.lambda);
   }
   return status::internal_error;
 }
@@ -121,7 +134,8 @@ bool uses_double_icdf(rng_type type, distribution d) noexcept;
 // log-uniformly from [1e-8, 4e5] (every method), each with a drawn seed (none on Sobol') and
 // offset (none on MT19937 and MTGP32, which refuse one) and one call of `length` values (odd
 // when `length` is), all from `random_seed`.
-std::vector<verify_case> poisson_sweep_cases(std::size_t lambdas, std::size_t length, std::uint64_t random_seed);
+std::vector<verify_case> poisson_sweep_cases(std::size_t lambdas, std::size_t length,
+                                             std::uint64_t random_seed);
 
 // Golden files: one line per case, "name count status hash first-values-hex" (no values for
 // scrambled_sobol32, whose tables keel does not ship).

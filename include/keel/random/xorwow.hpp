@@ -42,9 +42,9 @@ KEEL_HD constexpr xorwow_state xorwow_seed(std::uint64_t seed) {
   const std::uint32_t s1 = static_cast<std::uint32_t>(seed >> 32) ^ 0xf7dcefddu;
   const std::uint32_t t0 = 1099087573u * s0;
   const std::uint32_t t1 = 2591861531u * s1;
-  return xorwow_state{{123456789u + t0, 362436069u ^ t0, 521288629u + t1, 88675123u ^ t1,
-                       5783321u + t0},
-                      6615241u + t1 + t0};
+  return xorwow_state{
+      {123456789u + t0, 362436069u ^ t0, 521288629u + t1, 88675123u ^ t1, 5783321u + t0},
+      6615241u + t1 + t0};
 }
 
 namespace detail {

@@ -22,20 +22,20 @@ inline constexpr std::uint8_t k_flag_abort = 1;  // the sender aborted; culprit 
 
 struct chunk_header {
   std::uint32_t magic = k_chunk_magic;
-  std::uint8_t coll = 0;    // keel::comm::collective
-  std::uint8_t dtype = 0;   // keel::comm::dtype
-  std::uint8_t op = 0;      // keel::comm::reduce_op
-  std::uint8_t algo = 0;    // keel::comm::algorithm
-  std::uint64_t seq = 0;    // collective sequence number (per-peer counter for send/recv)
-  std::uint64_t count = 0;  // the collective's element count, as the caller passed it
-  std::uint32_t nbytes = 0; // payload bytes that follow
-  std::uint32_t tag = 0;    // index of the message within this pair's schedule, per direction
-  std::int32_t peer = -1;   // abort: the rank the sender blames
+  std::uint8_t coll = 0;     // keel::comm::collective
+  std::uint8_t dtype = 0;    // keel::comm::dtype
+  std::uint8_t op = 0;       // keel::comm::reduce_op
+  std::uint8_t algo = 0;     // keel::comm::algorithm
+  std::uint64_t seq = 0;     // collective sequence number (per-peer counter for send/recv)
+  std::uint64_t count = 0;   // the collective's element count, as the caller passed it
+  std::uint32_t nbytes = 0;  // payload bytes that follow
+  std::uint32_t tag = 0;     // index of the message within this pair's schedule, per direction
+  std::int32_t peer = -1;    // abort: the rank the sender blames
   std::uint8_t flags = 0;
   std::uint8_t pad[3] = {};
   // A transport may reuse `offset` and `message_bytes` (16 bytes, 8-aligned) for the
   // payload of a whole small message, whose values they imply.
-  std::uint64_t offset = 0; // byte offset of this chunk within its message
+  std::uint64_t offset = 0;         // byte offset of this chunk within its message
   std::uint64_t message_bytes = 0;  // total payload bytes of the message
   std::uint64_t reserved = 0;
 };

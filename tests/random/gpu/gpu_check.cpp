@@ -15,12 +15,12 @@
 
 namespace kc = keel::random::cuda;
 
-#define CHECK_CUDA(x)                                                            \
-  do {                                                                           \
-    if ((x) != cudaSuccess) {                                                    \
+#define CHECK_CUDA(x)                                                               \
+  do {                                                                              \
+    if ((x) != cudaSuccess) {                                                       \
       std::fprintf(stderr, "keel gpu check: %s failed at line %d\n", #x, __LINE__); \
-      return 2;                                                                  \
-    }                                                                            \
+      return 2;                                                                     \
+    }                                                                               \
   } while (0)
 
 namespace {
@@ -33,7 +33,9 @@ curandStatus_t curand_generate(curandGenerator_t g, kc::output kind, void* out, 
   }
 }
 
-const char* name(kc::output k) { return k == kc::output::raw ? "raw" : k == kc::output::uniform ? "uniform" : "normal"; }
+const char* name(kc::output k) {
+  return k == kc::output::raw ? "raw" : k == kc::output::uniform ? "uniform" : "normal";
+}
 
 }  // namespace
 
@@ -57,15 +59,17 @@ int main() {
       for (std::uint64_t seed : seeds)
         for (std::uint64_t offset : offsets) {
           curandGenerator_t g;
-          if (curandCreateGenerator(&g, gen == 0 ? CURAND_RNG_PSEUDO_PHILOX4_32_10 : CURAND_RNG_PSEUDO_XORWOW) !=
+          if (curandCreateGenerator(
+                  &g, gen == 0 ? CURAND_RNG_PSEUDO_PHILOX4_32_10 : CURAND_RNG_PSEUDO_XORWOW) !=
               CURAND_STATUS_SUCCESS)
             return 2;
           curandSetPseudoRandomGeneratorSeed(g, seed);
           curandSetGeneratorOffset(g, offset);
           const curandStatus_t cs = curand_generate(g, kind, b, n);
           curandDestroyGenerator(g);
-          const keel::random::status ks = gen == 0 ? kc::philox_generate(kind, a, n, seed, offset, 0.5f, 2.0f, nullptr)
-                                                   : kc::xorwow_generate(kind, a, n, seed, offset, 0.5f, 2.0f, nullptr);
+          const keel::random::status ks =
+              gen == 0 ? kc::philox_generate(kind, a, n, seed, offset, 0.5f, 2.0f, nullptr)
+                       : kc::xorwow_generate(kind, a, n, seed, offset, 0.5f, 2.0f, nullptr);
           CHECK_CUDA(cudaDeviceSynchronize());
           CHECK_CUDA(cudaMemcpy(ha.data(), a, n * 4, cudaMemcpyDeviceToHost));
           CHECK_CUDA(cudaMemcpy(hb.data(), b, n * 4, cudaMemcpyDeviceToHost));
@@ -73,10 +77,13 @@ int main() {
           for (std::size_t i = 0; i < n; ++i) diff += std::memcmp(&ha[4 * i], &hb[4 * i], 4) != 0;
           if (static_cast<int>(cs) != static_cast<int>(ks)) diff = n;
           mismatches += diff;
-          std::printf("%s  {\"generator\": \"%s\", \"dist\": \"%s\", \"seed\": %llu, \"offset\": %llu, \"values\": %zu, "
-                      "\"mismatches\": %zu}",
-                      cases++ ? ",\n" : "", gen == 0 ? "philox4_32_10" : "xorwow", name(kind),
-                      static_cast<unsigned long long>(seed), static_cast<unsigned long long>(offset), n, diff);
+          std::printf(
+              "%s  {\"generator\": \"%s\", \"dist\": \"%s\", \"seed\": %llu, \"offset\": %llu, "
+              "\"values\": %zu, "
+              "\"mismatches\": %zu}",
+              cases++ ? ",\n" : "", gen == 0 ? "philox4_32_10" : "xorwow", name(kind),
+              static_cast<unsigned long long>(seed), static_cast<unsigned long long>(offset), n,
+              diff);
         }
   std::printf("\n],\n");
   CHECK_CUDA(cudaFree(a));
@@ -116,15 +123,18 @@ int main() {
           kc::xorwow_generate(kind, x, big, 1234, 0, 0.f, 1.f, nullptr);
       });
       curandGenerator_t g;
-      curandCreateGenerator(&g, gen == 0 ? CURAND_RNG_PSEUDO_PHILOX4_32_10 : CURAND_RNG_PSEUDO_XORWOW);
+      curandCreateGenerator(&g,
+                            gen == 0 ? CURAND_RNG_PSEUDO_PHILOX4_32_10 : CURAND_RNG_PSEUDO_XORWOW);
       curandSetPseudoRandomGeneratorSeed(g, 1234);
       const float cms = best_ms([&] { curand_generate(g, kind, y, big); });
       curandDestroyGenerator(g);
       const double gbps = big * 4 / (ms * 1e-3) / 1e9, cgbps = big * 4 / (cms * 1e-3) / 1e9;
-      std::printf("%s  {\"generator\": \"%s\", \"dist\": \"%s\", \"keel_gbps\": %.1f, \"curand_gbps\": %.1f, "
-                  "\"fraction_of_copy_bandwidth\": %.3f}",
-                  row++ ? ",\n" : "", gen == 0 ? "philox4_32_10" : "xorwow", name(kind), gbps, cgbps,
-                  gbps / copy_gbps);
+      std::printf(
+          "%s  {\"generator\": \"%s\", \"dist\": \"%s\", \"keel_gbps\": %.1f, \"curand_gbps\": "
+          "%.1f, "
+          "\"fraction_of_copy_bandwidth\": %.3f}",
+          row++ ? ",\n" : "", gen == 0 ? "philox4_32_10" : "xorwow", name(kind), gbps, cgbps,
+          gbps / copy_gbps);
     }
   std::printf("\n],\n\"mismatches\": %zu\n}\n", mismatches);
   cudaFree(x);

@@ -24,29 +24,34 @@ struct huge_page_allocator {
 
   huge_page_allocator() noexcept = default;
   template <class U>
-  huge_page_allocator(const huge_page_allocator<U>&) noexcept {}  // NOLINT(google-explicit-constructor)
+  huge_page_allocator(const huge_page_allocator<U>&) noexcept {
+  }  // NOLINT(google-explicit-constructor)
 
   T* allocate(std::size_t n) {
     if (n > static_cast<std::size_t>(-1) / sizeof(T)) throw std::bad_array_new_length();
     const std::size_t bytes = n * sizeof(T);
-    if (bytes < k_threshold) return static_cast<T*>(::operator new(bytes, std::align_val_t{alignof(T)}));
+    if (bytes < k_threshold)
+      return static_cast<T*>(::operator new (bytes, std::align_val_t{alignof(T)}));
     const std::size_t length = mapped_length(bytes);
-    void* p = ::mmap(nullptr, length + k_huge_page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void* p = ::mmap(nullptr, length + k_huge_page, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) throw std::bad_alloc();
     // Trim to a 2 MiB aligned range so the whole array can sit in huge pages.
     const auto start = reinterpret_cast<std::uintptr_t>(p);
     const std::uintptr_t aligned = (start + k_huge_page - 1) & ~(k_huge_page - 1);
     if (aligned > start) ::munmap(p, aligned - start);
     const std::uintptr_t end = start + length + k_huge_page;
-    if (end > aligned + length) ::munmap(reinterpret_cast<void*>(aligned + length), end - (aligned + length));
-    ::madvise(reinterpret_cast<void*>(aligned), length, MADV_HUGEPAGE);  // advisory: failure is harmless
+    if (end > aligned + length)
+      ::munmap(reinterpret_cast<void*>(aligned + length), end - (aligned + length));
+    ::madvise(reinterpret_cast<void*>(aligned), length,
+              MADV_HUGEPAGE);  // advisory: failure is harmless
     return reinterpret_cast<T*>(aligned);
   }
 
   void deallocate(T* p, std::size_t n) noexcept {
     const std::size_t bytes = n * sizeof(T);
     if (bytes < k_threshold) {
-      ::operator delete(p, std::align_val_t{alignof(T)});
+      ::operator delete (p, std::align_val_t{alignof(T)});
       return;
     }
     ::munmap(p, mapped_length(bytes));

@@ -94,8 +94,8 @@ bool asymmetric_fences() noexcept {
 
 class shm_pair final : public pair {
  public:
-  shm_pair(std::byte* tx, shm_control* tx_owner, std::byte* rx, shm_control* rx_producer,
-           int slots, std::size_t slot_bytes)
+  shm_pair(std::byte* tx, shm_control* tx_owner, std::byte* rx, shm_control* rx_producer, int slots,
+           std::size_t slot_bytes)
       : tx_(reinterpret_cast<ring_counters*>(tx)),
         tx_slots_(tx + sizeof(ring_counters)),
         tx_owner_(tx_owner),
@@ -143,7 +143,8 @@ class shm_pair final : public pair {
       return h;
     }
     // An inline message: the header's tail held the payload; restore what it implies.
-    std::memcpy(static_cast<void*>(&inline_header_), slot, k_inline_offset);  // offset, message_bytes below
+    std::memcpy(static_cast<void*>(&inline_header_), slot,
+                k_inline_offset);  // offset, message_bytes below
     inline_header_.flags &= static_cast<std::uint8_t>(~k_flag_inline);
     inline_header_.offset = 0;
     inline_header_.message_bytes = inline_header_.nbytes;
@@ -201,8 +202,8 @@ shm_domain::shm_domain(std::string name_prefix, int rank, std::vector<int> local
     const int e = errno;
     ::close(fd);
     unlink_own();
-    throw keel::backend_error(fmt::format("ftruncate {} to {} bytes: {}", name, segment_bytes_,
-                                          std::strerror(e)));
+    throw keel::backend_error(
+        fmt::format("ftruncate {} to {} bytes: {}", name, segment_bytes_, std::strerror(e)));
   }
   void* p = ::mmap(nullptr, segment_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   ::close(fd);
@@ -231,7 +232,8 @@ shm_domain::~shm_domain() {
 
 int shm_domain::local_index(int rank) const {
   const auto it = std::find(local_ranks_.begin(), local_ranks_.end(), rank);
-  if (it == local_ranks_.end()) throw keel::invalid_argument(fmt::format("rank {} is not local", rank));
+  if (it == local_ranks_.end())
+    throw keel::invalid_argument(fmt::format("rank {} is not local", rank));
   return static_cast<int>(it - local_ranks_.begin());
 }
 
@@ -247,7 +249,8 @@ void shm_domain::map_peers() {
     if (static_cast<int>(j) == my_local_) continue;
     const std::string name = name_of(local_ranks_[j]);
     const int fd = ::shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0600);
-    if (fd < 0) throw keel::backend_error(fmt::format("shm_open {}: {}", name, std::strerror(errno)));
+    if (fd < 0)
+      throw keel::backend_error(fmt::format("shm_open {}: {}", name, std::strerror(errno)));
     struct stat st {};
     if (::fstat(fd, &st) != 0 || static_cast<std::size_t>(st.st_size) != segment_bytes_) {
       ::close(fd);
@@ -257,7 +260,8 @@ void shm_domain::map_peers() {
     }
     void* p = ::mmap(nullptr, segment_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     ::close(fd);
-    if (p == MAP_FAILED) throw keel::backend_error(fmt::format("mmap {}: {}", name, std::strerror(errno)));
+    if (p == MAP_FAILED)
+      throw keel::backend_error(fmt::format("mmap {}: {}", name, std::strerror(errno)));
     base_[j] = static_cast<std::byte*>(p);
     ctl_[j] = reinterpret_cast<shm_control*>(p);
   }

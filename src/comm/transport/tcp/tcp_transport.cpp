@@ -86,7 +86,8 @@ class tcp_pair final : public pair {
         }
         if (sizeof(chunk_header) + padded(h->nbytes) > in_.size() / 2) {
           throw peer_gone(peer_, fmt::format("rank {} sent a chunk of {} bytes, larger than the "
-                                             "agreed chunk size", peer_, h->nbytes));
+                                             "agreed chunk size",
+                                             peer_, h->nbytes));
         }
       }
       if (start_ > 0 && in_.size() - start_ < sizeof(chunk_header) + max_needed()) {
@@ -131,8 +132,8 @@ class tcp_pair final : public pair {
   // True when nothing is pending any more.
   bool drain() {
     while (out_pos_ < out_.size()) {
-      const ssize_t w = ::send(fd_, out_.data() + out_pos_, out_.size() - out_pos_,
-                               MSG_DONTWAIT | MSG_NOSIGNAL);
+      const ssize_t w =
+          ::send(fd_, out_.data() + out_pos_, out_.size() - out_pos_, MSG_DONTWAIT | MSG_NOSIGNAL);
       if (w > 0) {
         out_pos_ += static_cast<std::size_t>(w);
         continue;

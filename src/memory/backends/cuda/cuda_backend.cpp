@@ -27,7 +27,8 @@ std::string runtime_error_text(cudaError_t error) {
 void check(cudaError_t error, std::string_view what) {
   if (error != cudaSuccess) {
     cudaGetLastError();  // do not leave a non-sticky error for the caller's next check
-    throw backend_error(fmt::format("cuda backend: {} failed: {}", what, runtime_error_text(error)));
+    throw backend_error(
+        fmt::format("cuda backend: {} failed: {}", what, runtime_error_text(error)));
   }
 }
 
@@ -53,8 +54,8 @@ struct driver_api {
   static void load(F& function, const char* symbol) {
     void* pointer = nullptr;
     cudaDriverEntryPointQueryResult status{};
-    const cudaError_t error =
-        cudaGetDriverEntryPointByVersion(symbol, &pointer, k_driver_abi, cudaEnableDefault, &status);
+    const cudaError_t error = cudaGetDriverEntryPointByVersion(symbol, &pointer, k_driver_abi,
+                                                               cudaEnableDefault, &status);
     if (error != cudaSuccess || status != cudaDriverEntryPointSuccess || pointer == nullptr) {
       cudaGetLastError();
       throw backend_error(fmt::format("cuda backend: the driver has no {} (status {}, {})", symbol,
@@ -122,7 +123,8 @@ class cuda_backend::impl {
     const int count = cuda_backend::device_count(&reason);
     if (device < 0 || device >= count) {
       throw backend_error(fmt::format("cuda backend: no CUDA device {} ({} device{}{}{})", device,
-                                      count, count == 1 ? "" : "s", reason.empty() ? "" : "; ", reason));
+                                      count, count == 1 ? "" : "s", reason.empty() ? "" : "; ",
+                                      reason));
     }
     device_guard guard(device_);
     std::size_t free = 0;
@@ -142,9 +144,9 @@ class cuda_backend::impl {
     access_.location = prop_.location;
     access_.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
     if (vmm != 0) {
-      driver_->check(driver_->mem_get_allocation_granularity(&page_, &prop_,
-                                                             CU_MEM_ALLOC_GRANULARITY_MINIMUM),
-                     "cuMemGetAllocationGranularity");
+      driver_->check(
+          driver_->mem_get_allocation_granularity(&page_, &prop_, CU_MEM_ALLOC_GRANULARITY_MINIMUM),
+          "cuMemGetAllocationGranularity");
       virtual_memory_ = true;
     } else {
       KEEL_LOG_WARN("memory", "CUDA device {} does not support virtual memory management", device_);
@@ -188,7 +190,8 @@ class cuda_backend::impl {
       return;
     }
     const int previous = current_device();
-    const cudaError_t error = set_device(device_) ? cudaFree(as_pointer(address)) : cudaErrorInvalidDevice;
+    const cudaError_t error =
+        set_device(device_) ? cudaFree(as_pointer(address)) : cudaErrorInvalidDevice;
     if (error != cudaSuccess) {
       cudaGetLastError();
       log_error(fmt::format("cudaFree({:#x}) failed: {}", address, runtime_error_text(error)));
@@ -224,7 +227,8 @@ class cuda_backend::impl {
       unmap(address, it->second, 0, it->second.handles.size());
       const CUresult result = driver_->mem_address_free(address, bytes);
       if (result != CUDA_SUCCESS) {
-        log_error(fmt::format("cuMemAddressFree({:#x}) failed: {}", address, driver_->describe(result)));
+        log_error(
+            fmt::format("cuMemAddressFree({:#x}) failed: {}", address, driver_->describe(result)));
       }
     }
     set_device(previous);
@@ -236,15 +240,17 @@ class cuda_backend::impl {
     require_virtual_memory();
     const auto it = ranges_.find(address);
     if (it == ranges_.end() || offset + bytes > it->second.size) {
-      throw invalid_argument(fmt::format("cuda backend: map of [{}, {}) outside a reserved range at {:#x}",
-                                         offset, offset + bytes, address));
+      throw invalid_argument(
+          fmt::format("cuda backend: map of [{}, {}) outside a reserved range at {:#x}", offset,
+                      offset + bytes, address));
     }
     range& r = it->second;
     const std::size_t first = offset / page_;
     const std::size_t last = (offset + bytes) / page_;
     for (std::size_t p = first; p < last; ++p) {
       if (r.mapped[p]) {
-        throw invalid_argument(fmt::format("cuda backend: page {} of {:#x} is mapped twice", p, address));
+        throw invalid_argument(
+            fmt::format("cuda backend: page {} of {:#x} is mapped twice", p, address));
       }
     }
     // One physical allocation per page, so that any page can later be unmapped on its own.
@@ -283,7 +289,8 @@ class cuda_backend::impl {
     const int previous = current_device();
     if (set_device(device_)) {
       const std::size_t pages = it->second.handles.size();
-      unmap(address, it->second, std::min(offset / page_, pages), std::min((offset + bytes) / page_, pages));
+      unmap(address, it->second, std::min(offset / page_, pages),
+            std::min((offset + bytes) / page_, pages));
     }
     set_device(previous);
   }
@@ -354,7 +361,8 @@ class cuda_backend::impl {
 
   void require_virtual_memory() const {
     if (!virtual_memory_) {
-      throw invalid_argument(fmt::format("cuda backend: device {} has no virtual memory management", device_));
+      throw invalid_argument(
+          fmt::format("cuda backend: device {} has no virtual memory management", device_));
     }
   }
 
@@ -365,7 +373,8 @@ class cuda_backend::impl {
       CUresult result = driver_->mem_unmap(address + p * page_, page_);
       if (result == CUDA_SUCCESS) result = driver_->mem_release(r.handles[p]);
       if (result != CUDA_SUCCESS) {
-        log_error(fmt::format("unmapping page {} of {:#x} failed: {}", p, address, driver_->describe(result)));
+        log_error(fmt::format("unmapping page {} of {:#x} failed: {}", p, address,
+                              driver_->describe(result)));
       }
       r.mapped[p] = false;
       r.handles[p] = 0;
@@ -389,7 +398,8 @@ int cuda_backend::device() const noexcept { return impl_->device_; }
 
 void cuda_backend::fill(std::uint64_t address, unsigned char value, std::size_t bytes) {
   device_guard guard(impl_->device_);
-  check(cudaMemset(as_pointer(address), value, bytes), fmt::format("cudaMemset({:#x}, {})", address, bytes));
+  check(cudaMemset(as_pointer(address), value, bytes),
+        fmt::format("cudaMemset({:#x}, {})", address, bytes));
   check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
 }
 
@@ -427,7 +437,8 @@ void cuda_backend::do_release_range(std::uint64_t address, std::size_t bytes) no
 bool cuda_backend::do_map_pages(std::uint64_t range, std::size_t offset, std::size_t bytes) {
   return impl_->map_pages(range, offset, bytes);
 }
-void cuda_backend::do_unmap_pages(std::uint64_t range, std::size_t offset, std::size_t bytes) noexcept {
+void cuda_backend::do_unmap_pages(std::uint64_t range, std::size_t offset,
+                                  std::size_t bytes) noexcept {
   impl_->unmap_pages(range, offset, bytes);
 }
 std::size_t cuda_backend::do_capacity() const noexcept { return impl_->capacity_; }

@@ -57,7 +57,8 @@ bool throw_on_oom() {
 
 caching_allocator* allocator_for(int device) {
   if (device < 0 || device >= k_max_devices) {
-    log_error(fmt::format("keel_pluggable_alloc: device {} is outside [0, {})", device, k_max_devices));
+    log_error(
+        fmt::format("keel_pluggable_alloc: device {} is outside [0, {})", device, k_max_devices));
     return nullptr;
   }
   device_state& state = devices()[static_cast<std::size_t>(device)];
@@ -77,7 +78,8 @@ caching_allocator* allocator_for(int device) {
   });
   caching_allocator* allocator = state.allocator.load(std::memory_order_acquire);
   if (allocator == nullptr) {
-    log_error(fmt::format("keel_pluggable_alloc: no allocator for device {}: {}", device, state.error));
+    log_error(
+        fmt::format("keel_pluggable_alloc: no allocator for device {}: {}", device, state.error));
   }
   return allocator;
 }
@@ -91,8 +93,8 @@ void* keel_malloc(ssize_t size, int device, keel_stream_t stream) {
   caching_allocator* allocator = allocator_for(device);
   if (allocator == nullptr) return nullptr;
   try {
-    return reinterpret_cast<void*>(
-        allocator->allocate(static_cast<std::size_t>(size), reinterpret_cast<std::uintptr_t>(stream)));
+    return reinterpret_cast<void*>(allocator->allocate(static_cast<std::size_t>(size),
+                                                       reinterpret_cast<std::uintptr_t>(stream)));
   } catch (const keel::out_of_memory& e) {
     if (throw_on_oom()) throw;
     log_error(e.what());
@@ -113,7 +115,8 @@ int keel_record_stream(void* ptr, int device, keel_stream_t stream) {
   caching_allocator* allocator = allocator_for(device);
   if (allocator == nullptr) return -1;
   try {
-    allocator->record_stream(reinterpret_cast<std::uintptr_t>(ptr), reinterpret_cast<std::uintptr_t>(stream));
+    allocator->record_stream(reinterpret_cast<std::uintptr_t>(ptr),
+                             reinterpret_cast<std::uintptr_t>(stream));
     return 0;
   } catch (const std::exception& e) {
     log_error(fmt::format("keel_record_stream: {}", e.what()));

@@ -17,8 +17,8 @@ constexpr unsigned k_xorwow_threads = 4096;
 
 // One CUDA thread per group of four positions: group q reads Philox block q / 65536 of
 // "thread" q mod 65536 (the host generator's layout, before any double-precision call).
-__global__ void philox_kernel(output kind, void* out, std::uint64_t position, std::uint64_t n, philox_key key,
-                              float mean, float stddev) {
+__global__ void philox_kernel(output kind, void* out, std::uint64_t position, std::uint64_t n,
+                              philox_key key, float mean, float stddev) {
   const std::uint64_t q0 = position / 4;
   const std::uint64_t q = q0 + blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x;
   const std::uint64_t end = position + n;
@@ -51,7 +51,8 @@ __global__ void xorwow_kernel(output kind, void* out, std::uint64_t position, st
   const unsigned t = blockIdx.x * blockDim.x + threadIdx.x;
   if (t >= k_xorwow_threads) return;
   xorwow_state s = states[t];
-  const std::uint64_t first = position + (t + k_xorwow_threads - position % k_xorwow_threads) % k_xorwow_threads;
+  const std::uint64_t first =
+      position + (t + k_xorwow_threads - position % k_xorwow_threads) % k_xorwow_threads;
   for (std::uint64_t slot = first; slot < position + slots; slot += k_xorwow_threads) {
     const std::uint64_t i = slot - position;
     if (kind == output::raw) {
@@ -69,12 +70,14 @@ __global__ void xorwow_kernel(output kind, void* out, std::uint64_t position, st
   states[t] = s;
 }
 
-unsigned blocks_for(std::uint64_t items) { return static_cast<unsigned>((items + k_block - 1) / k_block); }
+unsigned blocks_for(std::uint64_t items) {
+  return static_cast<unsigned>((items + k_block - 1) / k_block);
+}
 
 }  // namespace
 
-status philox_generate(output kind, void* out, std::size_t n, std::uint64_t seed, std::uint64_t position,
-                       float mean, float stddev, void* stream) {
+status philox_generate(output kind, void* out, std::size_t n, std::uint64_t seed,
+                       std::uint64_t position, float mean, float stddev, void* stream) {
   if (n == 0) return status::success;
   const std::uint64_t groups = (position + n + 3) / 4 - position / 4;
   philox_kernel<<<blocks_for(groups), k_block, 0, static_cast<cudaStream_t>(stream)>>>(
@@ -82,8 +85,8 @@ status philox_generate(output kind, void* out, std::size_t n, std::uint64_t seed
   return cudaGetLastError() == cudaSuccess ? status::success : status::launch_failure;
 }
 
-status xorwow_generate(output kind, void* out, std::size_t n, std::uint64_t seed, std::uint64_t position,
-                       float mean, float stddev, void* stream) {
+status xorwow_generate(output kind, void* out, std::size_t n, std::uint64_t seed,
+                       std::uint64_t position, float mean, float stddev, void* stream) {
   if (kind == output::normal && n % 2 != 0) return status::length_not_multiple;
   if (n == 0) return status::success;
   const std::uint64_t slots = kind == output::normal ? n / 2 : n;
@@ -96,14 +99,16 @@ status xorwow_generate(output kind, void* out, std::size_t n, std::uint64_t seed
     host[t] = xorwow_init(seed, t, before * words_per_slot);
   }
   xorwow_state* states = nullptr;
-  if (cudaMalloc(&states, sizeof(xorwow_state) * k_xorwow_threads) != cudaSuccess) return status::allocation_failed;
+  if (cudaMalloc(&states, sizeof(xorwow_state) * k_xorwow_threads) != cudaSuccess)
+    return status::allocation_failed;
   const auto cs = static_cast<cudaStream_t>(stream);
   status result = status::success;
-  if (cudaMemcpyAsync(states, host.data(), sizeof(xorwow_state) * k_xorwow_threads, cudaMemcpyHostToDevice, cs) !=
-      cudaSuccess) {
+  if (cudaMemcpyAsync(states, host.data(), sizeof(xorwow_state) * k_xorwow_threads,
+                      cudaMemcpyHostToDevice, cs) != cudaSuccess) {
     result = status::launch_failure;
   } else {
-    xorwow_kernel<<<blocks_for(k_xorwow_threads), k_block, 0, cs>>>(kind, out, position, slots, states, mean, stddev);
+    xorwow_kernel<<<blocks_for(k_xorwow_threads), k_block, 0, cs>>>(kind, out, position, slots,
+                                                                    states, mean, stddev);
     if (cudaGetLastError() != cudaSuccess) result = status::launch_failure;
   }
   // The host vector must outlive the copy, and the states the kernel.

@@ -57,14 +57,17 @@ struct runtime {
     for (cl_uint i = 0; i < np && !kernel; ++i) {
       cl_device_id device;
       cl_uint nd = 0;
-      if (clGetDeviceIDs(platforms[i], CL_DEVICE_TYPE_ALL, 1, &device, &nd) != CL_SUCCESS || nd == 0) continue;
+      if (clGetDeviceIDs(platforms[i], CL_DEVICE_TYPE_ALL, 1, &device, &nd) != CL_SUCCESS ||
+          nd == 0)
+        continue;
       cl_int err = CL_SUCCESS;
       context = clCreateContext(nullptr, 1, &device, nullptr, nullptr, &err);
       if (err != CL_SUCCESS) continue;
       queue = clCreateCommandQueue(context, device, 0, &err);
       program = clCreateProgramWithSource(context, 1, &k_source, nullptr, &err);
       if (err == CL_SUCCESS)
-        err = clBuildProgram(program, 1, &device, "-cl-fp32-correctly-rounded-divide-sqrt", nullptr, nullptr);
+        err = clBuildProgram(program, 1, &device, "-cl-fp32-correctly-rounded-divide-sqrt", nullptr,
+                             nullptr);
       if (err != CL_SUCCESS) {
         char log[4096] = {};
         clGetProgramBuildInfo(program, device, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, nullptr);
@@ -91,8 +94,9 @@ runtime& rt() {
 }
 
 void ok(cl_int err, const char* what) {
-  if (err != CL_SUCCESS) throw backend_error(std::string("keel::random::opencl: ") + what + " failed (" +
-                                             std::to_string(err) + ")");
+  if (err != CL_SUCCESS)
+    throw backend_error(std::string("keel::random::opencl: ") + what + " failed (" +
+                        std::to_string(err) + ")");
 }
 
 }  // namespace
@@ -100,8 +104,8 @@ void ok(cl_int err, const char* what) {
 bool available() { return rt().kernel != nullptr; }
 std::string device_name() { return available() ? rt().name : rt().failure; }
 
-void philox_generate(output kind, void* out, std::size_t n, std::uint64_t seed, std::uint64_t position,
-                     float mean, float stddev, math m) {
+void philox_generate(output kind, void* out, std::size_t n, std::uint64_t seed,
+                     std::uint64_t position, float mean, float stddev, math m) {
   runtime& r = rt();
   if (!r.kernel) throw backend_error("keel::random::opencl: " + r.failure);
   if (n == 0) return;
@@ -124,8 +128,10 @@ void philox_generate(output kind, void* out, std::size_t n, std::uint64_t seed, 
   err |= clSetKernelArg(r.kernel, 8, sizeof exact, &exact);
   if (err == CL_SUCCESS) {
     const std::size_t groups = static_cast<std::size_t>((position + n + 3) / 4 - position / 4);
-    err = clEnqueueNDRangeKernel(r.queue, r.kernel, 1, nullptr, &groups, nullptr, 0, nullptr, nullptr);
-    if (err == CL_SUCCESS) err = clEnqueueReadBuffer(r.queue, buffer, CL_TRUE, 0, n * 4, out, 0, nullptr, nullptr);
+    err = clEnqueueNDRangeKernel(r.queue, r.kernel, 1, nullptr, &groups, nullptr, 0, nullptr,
+                                 nullptr);
+    if (err == CL_SUCCESS)
+      err = clEnqueueReadBuffer(r.queue, buffer, CL_TRUE, 0, n * 4, out, 0, nullptr, nullptr);
   }
   clReleaseMemObject(buffer);
   ok(err, "running the Philox kernel");
