@@ -6,15 +6,19 @@ BUILD_DIR := build/$(PRESET)
 KEEL := $(BUILD_DIR)/tools/keel/keel
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps configure build run test test-debug test-tsan hostile bench lint format format-check clean
+.PHONY: all deps configure build run test test-debug test-tsan sanitize hostile bench lint format format-check clean
 
 all: build
 
 deps:
 	@bash scripts/install-deps.sh
 
+# CMAKE_ARGS (e.g. -DKEEL_WERROR=ON) reconfigures an existing build directory too.
+CMAKE_ARGS ?=
+
 configure: deps
-	@test -f $(BUILD_DIR)/build.ninja || cmake --preset $(PRESET) >/dev/null
+	@if [ ! -f $(BUILD_DIR)/build.ninja ] || [ -n "$(CMAKE_ARGS)" ]; then \
+	  cmake --preset $(PRESET) $(CMAKE_ARGS) >/dev/null; fi
 
 build: configure
 	cmake --build --preset $(PRESET) -j $(JOBS)
@@ -30,6 +34,15 @@ test-debug:
 
 test-tsan:
 	$(MAKE) test PRESET=tsan
+
+# CI's sanitizer stage: every unit test and the hostile sweep under ASan+UBSan (the debug
+# preset; its test preset leaves out the gpu, install, slow, browser and python labels), then
+# the memory and comm tests under ThreadSanitizer (only what they need is built).
+sanitize:
+	$(MAKE) test PRESET=debug
+	$(MAKE) configure PRESET=tsan
+	cmake --build --preset tsan -j $(JOBS) --target keel_memory_tests keel_comm_tests keel
+	ctest --preset tsan -j $(JOBS) -L 'memory|comm'
 
 # The hostile sweep (tests/hostile) alone: only the CLI is built, e.g. `make hostile
 # PRESET=debug` runs it under ASan+UBSan without building every test of that preset.
