@@ -17,15 +17,14 @@
 #include "cli.hpp"
 #include "keel/core/error.hpp"
 #include "keel/core/output_file.hpp"
+#include "keel/random/battery.hpp"
 #include "keel/random/bench.hpp"
 #include "keel/random/curand_reference.hpp"
 #include "keel/random/erfcinv_tables.hpp"
 #include "keel/random/generator.hpp"
 #include "keel/random/mtgp32_tables.hpp"
-#include "keel/random/philox.hpp"
 #include "keel/random/poisson.hpp"
 #include "keel/random/sobol_tables.hpp"
-#include "keel/random/stat_tests.hpp"
 #include "keel/random/verify.hpp"
 
 namespace keel::cli {
@@ -417,75 +416,41 @@ void export_sobol_tables(const std::string& out) {
 // ---- test ---------------------------------------------------------------------------------
 
 void run_stat_tests(bool json, std::size_t n) {
-  kr::generator g(kr::rng_type::philox4_32_10);
-  g.set_seed(20240611);
-  std::vector<float> u(n), z(n);
-  check(g.generate_uniform(u.data(), n), "uniform");
-  check(g.generate_normal(z.data(), n, 0, 1), "normal");
-  std::vector<kr::test_result> results;
-  results.push_back(kr::chi_square_uniform(u, 1000));
-  results.push_back(kr::serial_correlation(u));
-  results.push_back(kr::kolmogorov_smirnov_normal(z));
-  results.push_back(kr::anderson_darling_normal(z));
-  for (auto& r : kr::moments_normal(z)) results.push_back(r);
-  results.push_back(kr::serial_correlation(z));
-
-  // The trap: one LCG per thread seeded with the thread index, against Philox subsequences.
-  const std::size_t streams = 10000, steps = 64;
-  const kr::stream_fn lcg = [](std::uint64_t s, std::size_t k, std::uint32_t* out) {
-    std::uint32_t x = static_cast<std::uint32_t>(s);
-    for (std::size_t i = 0; i < k; ++i) out[i] = x = 1664525u * x + 1013904223u;
-  };
-  const kr::stream_fn philox = [](std::uint64_t s, std::size_t k, std::uint32_t* out) {
-    const kr::philox_key key = kr::philox_key_from_seed(42);
-    for (std::size_t i = 0; i < k; i += 4) {
-      const auto c = kr::philox4x32_10(kr::philox_ctr_of(i / 4, s), key);
-      for (std::size_t j = 0; j < 4 && i + j < k; ++j) out[i + j] = c.v[j];
-    }
-  };
-  const auto lcg_diff = kr::inter_stream_differences(lcg, streams, steps);
-  const auto philox_diff = kr::inter_stream_differences(philox, streams, steps);
-  const auto lcg_corr = kr::inter_stream_correlation(lcg, streams, steps);
-  const auto philox_corr = kr::inter_stream_correlation(philox, streams, steps);
-
-  const double alpha = 1e-4;
-  bool battery_ok = true;
-  for (const auto& r : results) battery_ok = battery_ok && r.p_value > alpha;
-  const bool trap_shown = lcg_diff.p_value < alpha && philox_diff.p_value > alpha;
+  const kr::battery_report b = kr::run_battery(n);
   auto row = [](const kr::test_result& r) {
     return nlohmann::json{{"test", r.name}, {"statistic", r.statistic}, {"p", r.p_value}};
   };
   if (json) {
     nlohmann::json battery = nlohmann::json::array(), streams_doc;
-    for (const auto& r : results) battery.push_back(row(r));
-    streams_doc["lcg_per_thread_seed"] = {row(lcg_diff), row(lcg_corr)};
-    streams_doc["philox_subsequences"] = {row(philox_diff), row(philox_corr)};
+    for (const auto& r : b.battery) battery.push_back(row(r));
+    streams_doc["lcg_per_thread_seed"] = {row(b.lcg_differences), row(b.lcg_correlation)};
+    streams_doc["philox_subsequences"] = {row(b.philox_differences), row(b.philox_correlation)};
     print_json({{"samples", n},
                 {"generator", "philox4_32_10"},
-                {"alpha", alpha},
+                {"alpha", b.alpha},
                 {"battery", battery},
                 {"inter_stream", streams_doc},
-                {"streams", streams},
-                {"steps", steps},
-                {"battery_pass", battery_ok},
-                {"lcg_fails_philox_passes", trap_shown}});
+                {"streams", b.streams},
+                {"steps", b.steps},
+                {"battery_pass", b.battery_pass},
+                {"lcg_fails_philox_passes", b.trap_shown}});
   } else {
-    std::cout << fmt::format("philox4_32_10, {} samples (alpha {}):\n", n, alpha);
-    for (const auto& r : results)
+    std::cout << fmt::format("philox4_32_10, {} samples (alpha {}):\n", n, b.alpha);
+    for (const auto& r : b.battery)
       std::cout << fmt::format("  {:45} {:12.4f}  p = {:.4g}\n", r.name, r.statistic, r.p_value);
-    std::cout << fmt::format("{} streams seeded 0..{}, {} steps each:\n", streams, streams - 1,
-                             steps);
-    for (const auto* r : {&lcg_diff, &lcg_corr})
+    std::cout << fmt::format("{} streams seeded 0..{}, {} steps each:\n", b.streams, b.streams - 1,
+                             b.steps);
+    for (const auto* r : {&b.lcg_differences, &b.lcg_correlation})
       std::cout << fmt::format("  LCG per thread  {:52} {:14.2f}  p = {:.4g}\n", r->name,
                                r->statistic, r->p_value);
-    for (const auto* r : {&philox_diff, &philox_corr})
+    for (const auto* r : {&b.philox_differences, &b.philox_correlation})
       std::cout << fmt::format("  Philox subseq.  {:52} {:14.2f}  p = {:.4g}\n", r->name,
                                r->statistic, r->p_value);
-    std::cout << (battery_ok ? "battery: pass\n" : "battery: FAIL\n")
-              << (trap_shown ? "inter-stream: LCG fails, Philox passes\n"
-                             : "inter-stream: unexpected outcome\n");
+    std::cout << (b.battery_pass ? "battery: pass\n" : "battery: FAIL\n")
+              << (b.trap_shown ? "inter-stream: LCG fails, Philox passes\n"
+                               : "inter-stream: unexpected outcome\n");
   }
-  if (!battery_ok || !trap_shown) throw keel::backend_error("statistical battery failed");
+  if (!b.battery_pass || !b.trap_shown) throw keel::backend_error("statistical battery failed");
 }
 
 }  // namespace
