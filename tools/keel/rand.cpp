@@ -9,24 +9,22 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
 #include <iostream>
 #include <memory>
 #include <optional>
 #include <random>
-#include <thread>
 
 #include "cli.hpp"
 #include "keel/core/error.hpp"
 #include "keel/core/output_file.hpp"
+#include "keel/random/battery.hpp"
+#include "keel/random/bench.hpp"
 #include "keel/random/curand_reference.hpp"
 #include "keel/random/erfcinv_tables.hpp"
 #include "keel/random/generator.hpp"
 #include "keel/random/mtgp32_tables.hpp"
-#include "keel/random/philox.hpp"
 #include "keel/random/poisson.hpp"
 #include "keel/random/sobol_tables.hpp"
-#include "keel/random/stat_tests.hpp"
 #include "keel/random/verify.hpp"
 
 namespace keel::cli {
@@ -367,114 +365,38 @@ void run_verify_icdf(bool json) {
 
 struct bench_options {
   bool json = false;
-  bool cpu_time = false;  // time by the calling thread's CPU time, single-threaded rows only
-  std::size_t count = std::size_t{1} << 26;
-  int repeats = 3;
+  kr::bench_options lib;
   std::string generator;  // only this generator's rows (empty: all)
-  double lambda = 10;
 };
 
-double thread_cpu_seconds() {
-  timespec t;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
-}
-
-template <class F>
-double best_seconds(int repeats, bool cpu_time, F&& f) {
-  double best = 1e300;
-  for (int r = 0; r < repeats; ++r) {
-    const auto t0 = std::chrono::steady_clock::now();
-    const double c0 = thread_cpu_seconds();
-    f();
-    best = std::min(
-        best, cpu_time
-                  ? thread_cpu_seconds() - c0
-                  : std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
-  return best;
-}
-
-void run_bench(const bench_options& o) {
-  const auto& ref = kr::curand_reference::get();
-  const std::pair<kr::rng_type, kr::distribution> cases[] = {
-      {kr::rng_type::philox4_32_10, kr::distribution::raw},
-      {kr::rng_type::philox4_32_10, kr::distribution::uniform},
-      {kr::rng_type::philox4_32_10, kr::distribution::normal},
-      {kr::rng_type::xorwow, kr::distribution::raw},
-      {kr::rng_type::xorwow, kr::distribution::uniform},
-      {kr::rng_type::xorwow, kr::distribution::normal},
-      {kr::rng_type::mrg32k3a, kr::distribution::uniform},
-      {kr::rng_type::mrg32k3a, kr::distribution::normal},
-      {kr::rng_type::mt19937, kr::distribution::raw},
-      {kr::rng_type::mt19937, kr::distribution::uniform},
-      {kr::rng_type::mt19937, kr::distribution::normal},
-      {kr::rng_type::sobol32, kr::distribution::raw},
-      {kr::rng_type::sobol32, kr::distribution::uniform},
-      {kr::rng_type::sobol32, kr::distribution::normal},
-      {kr::rng_type::mtgp32, kr::distribution::raw},
-      {kr::rng_type::mtgp32, kr::distribution::uniform},
-      {kr::rng_type::mtgp32, kr::distribution::normal},
-      {kr::rng_type::philox4_32_10, kr::distribution::poisson},
-      {kr::rng_type::xorwow, kr::distribution::poisson},
-      {kr::rng_type::mrg32k3a, kr::distribution::poisson},
-      {kr::rng_type::mt19937, kr::distribution::poisson},
-      {kr::rng_type::mtgp32, kr::distribution::poisson},
-      {kr::rng_type::sobol32, kr::distribution::poisson},
-  };
-  const unsigned all = std::max(1u, std::thread::hardware_concurrency());
-  std::vector<unsigned char> buf(o.count * 4);
+void run_bench(bench_options o) {
+  if (!o.generator.empty()) o.lib.only = kr::parse_rng_type(o.generator);
   nlohmann::json results = nlohmann::json::array();
-  const kr::dist_params params{0.0, 1.0, o.lambda};
-  const bool filtered = !o.generator.empty();
-  const kr::rng_type only =
-      filtered ? kr::parse_rng_type(o.generator) : kr::rng_type::pseudo_default;
-  for (const auto& [type, dist] : cases) {
-    if (filtered && type != only) continue;
-    if (type == kr::rng_type::mtgp32 && !kr::mtgp32_default_tables().tables)
-      continue;  // no parameter sets
-    double curand_gsps = 0;
-    if (ref.available()) {
-      std::unique_ptr<kr::curand_generator> g;
-      check(ref.create_host_generator(type, g), "curandCreateGeneratorHost");
-      g->set_seed(1234);
-      const double s = best_seconds(o.repeats, o.cpu_time, [&] {
-        check(kr::generate(*g, dist, buf.data(), o.count, params), "curand");
-      });
-      curand_gsps = o.count / s * 1e-9;
-    }
-    for (unsigned threads : {1u, all}) {
-      if (threads == all && all == 1 && !results.empty() && results.back()["threads"] == 1)
-        continue;
-      if (threads > 1 && o.cpu_time) continue;  // other threads' CPU time is not the caller's
-      kr::generator g(type);
-      g.set_threads(threads);
-      g.set_seed(1234);
-      const double s = best_seconds(o.repeats, o.cpu_time, [&] {
-        check(kr::generate(g, dist, buf.data(), o.count, params), "keel");
-      });
-      const double gsps = o.count / s * 1e-9;
-      results.push_back(
-          {{"generator", std::string(kr::to_string(type))},
-           {"dist", std::string(kr::to_string(dist))},
-           {"threads", threads},
-           {"keel_gsps", gsps},
-           {"curand_gsps", ref.available() ? nlohmann::json(curand_gsps) : nlohmann::json(nullptr)},
-           {"ratio",
-            ref.available() ? nlohmann::json(gsps / curand_gsps) : nlohmann::json(nullptr)}});
-      if (!o.json)
-        std::cout << fmt::format(
-            "{:14} {:8} threads {:2}  keel {:7.3f} G/s  curand {:7.3f} G/s  ratio {:6.2f}\n",
-            kr::to_string(type), kr::to_string(dist), threads, gsps, curand_gsps,
-            curand_gsps > 0 ? gsps / curand_gsps : 0.0);
-    }
-  }
+  kr::run_bench(o.lib, [&](const kr::bench_row& r) {
+    const auto na = [](std::optional<double> v) {
+      return v ? nlohmann::json(*v) : nlohmann::json();
+    };
+    results.push_back({{"generator", std::string(kr::to_string(r.type))},
+                       {"dist", std::string(kr::to_string(r.dist))},
+                       {"threads", r.threads},
+                       {"keel_gsps", r.keel_gsps},
+                       {"curand_gsps", na(r.curand_gsps)},
+                       {"ratio", na(r.curand_gsps ? std::optional(r.keel_gsps / *r.curand_gsps)
+                                                  : std::nullopt)}});
+    const double curand = r.curand_gsps.value_or(0.0);
+    if (!o.json)
+      std::cout << fmt::format(
+          "{:14} {:8} threads {:2}  keel {:7.3f} G/s  curand {:7.3f} G/s  ratio {:6.2f}\n",
+          kr::to_string(r.type), kr::to_string(r.dist), r.threads, r.keel_gsps, curand,
+          curand > 0 ? r.keel_gsps / curand : 0.0);
+  });
+  const auto& ref = kr::curand_reference::get();
   if (o.json)
-    print_json({{"count", o.count},
-                {"lambda", o.lambda},
+    print_json({{"count", o.lib.count},
+                {"lambda", o.lib.lambda},
                 {"simd", kr::simd_level()},
                 {"libcurand", ref.available() ? ref.version() : 0},
-                {"clock", o.cpu_time ? "thread-cpu" : "wall"},
+                {"clock", o.lib.cpu_time ? "thread-cpu" : "wall"},
                 {"results", results}});
 }
 
@@ -494,75 +416,41 @@ void export_sobol_tables(const std::string& out) {
 // ---- test ---------------------------------------------------------------------------------
 
 void run_stat_tests(bool json, std::size_t n) {
-  kr::generator g(kr::rng_type::philox4_32_10);
-  g.set_seed(20240611);
-  std::vector<float> u(n), z(n);
-  check(g.generate_uniform(u.data(), n), "uniform");
-  check(g.generate_normal(z.data(), n, 0, 1), "normal");
-  std::vector<kr::test_result> results;
-  results.push_back(kr::chi_square_uniform(u, 1000));
-  results.push_back(kr::serial_correlation(u));
-  results.push_back(kr::kolmogorov_smirnov_normal(z));
-  results.push_back(kr::anderson_darling_normal(z));
-  for (auto& r : kr::moments_normal(z)) results.push_back(r);
-  results.push_back(kr::serial_correlation(z));
-
-  // The trap: one LCG per thread seeded with the thread index, against Philox subsequences.
-  const std::size_t streams = 10000, steps = 64;
-  const kr::stream_fn lcg = [](std::uint64_t s, std::size_t k, std::uint32_t* out) {
-    std::uint32_t x = static_cast<std::uint32_t>(s);
-    for (std::size_t i = 0; i < k; ++i) out[i] = x = 1664525u * x + 1013904223u;
-  };
-  const kr::stream_fn philox = [](std::uint64_t s, std::size_t k, std::uint32_t* out) {
-    const kr::philox_key key = kr::philox_key_from_seed(42);
-    for (std::size_t i = 0; i < k; i += 4) {
-      const auto c = kr::philox4x32_10(kr::philox_ctr_of(i / 4, s), key);
-      for (std::size_t j = 0; j < 4 && i + j < k; ++j) out[i + j] = c.v[j];
-    }
-  };
-  const auto lcg_diff = kr::inter_stream_differences(lcg, streams, steps);
-  const auto philox_diff = kr::inter_stream_differences(philox, streams, steps);
-  const auto lcg_corr = kr::inter_stream_correlation(lcg, streams, steps);
-  const auto philox_corr = kr::inter_stream_correlation(philox, streams, steps);
-
-  const double alpha = 1e-4;
-  bool battery_ok = true;
-  for (const auto& r : results) battery_ok = battery_ok && r.p_value > alpha;
-  const bool trap_shown = lcg_diff.p_value < alpha && philox_diff.p_value > alpha;
+  const kr::battery_report b = kr::run_battery(n);
   auto row = [](const kr::test_result& r) {
     return nlohmann::json{{"test", r.name}, {"statistic", r.statistic}, {"p", r.p_value}};
   };
   if (json) {
     nlohmann::json battery = nlohmann::json::array(), streams_doc;
-    for (const auto& r : results) battery.push_back(row(r));
-    streams_doc["lcg_per_thread_seed"] = {row(lcg_diff), row(lcg_corr)};
-    streams_doc["philox_subsequences"] = {row(philox_diff), row(philox_corr)};
+    for (const auto& r : b.battery) battery.push_back(row(r));
+    streams_doc["lcg_per_thread_seed"] = {row(b.lcg_differences), row(b.lcg_correlation)};
+    streams_doc["philox_subsequences"] = {row(b.philox_differences), row(b.philox_correlation)};
     print_json({{"samples", n},
                 {"generator", "philox4_32_10"},
-                {"alpha", alpha},
+                {"alpha", b.alpha},
                 {"battery", battery},
                 {"inter_stream", streams_doc},
-                {"streams", streams},
-                {"steps", steps},
-                {"battery_pass", battery_ok},
-                {"lcg_fails_philox_passes", trap_shown}});
+                {"streams", b.streams},
+                {"steps", b.steps},
+                {"battery_pass", b.battery_pass},
+                {"lcg_fails_philox_passes", b.trap_shown}});
   } else {
-    std::cout << fmt::format("philox4_32_10, {} samples (alpha {}):\n", n, alpha);
-    for (const auto& r : results)
+    std::cout << fmt::format("philox4_32_10, {} samples (alpha {}):\n", n, b.alpha);
+    for (const auto& r : b.battery)
       std::cout << fmt::format("  {:45} {:12.4f}  p = {:.4g}\n", r.name, r.statistic, r.p_value);
-    std::cout << fmt::format("{} streams seeded 0..{}, {} steps each:\n", streams, streams - 1,
-                             steps);
-    for (const auto* r : {&lcg_diff, &lcg_corr})
+    std::cout << fmt::format("{} streams seeded 0..{}, {} steps each:\n", b.streams, b.streams - 1,
+                             b.steps);
+    for (const auto* r : {&b.lcg_differences, &b.lcg_correlation})
       std::cout << fmt::format("  LCG per thread  {:52} {:14.2f}  p = {:.4g}\n", r->name,
                                r->statistic, r->p_value);
-    for (const auto* r : {&philox_diff, &philox_corr})
+    for (const auto* r : {&b.philox_differences, &b.philox_correlation})
       std::cout << fmt::format("  Philox subseq.  {:52} {:14.2f}  p = {:.4g}\n", r->name,
                                r->statistic, r->p_value);
-    std::cout << (battery_ok ? "battery: pass\n" : "battery: FAIL\n")
-              << (trap_shown ? "inter-stream: LCG fails, Philox passes\n"
-                             : "inter-stream: unexpected outcome\n");
+    std::cout << (b.battery_pass ? "battery: pass\n" : "battery: FAIL\n")
+              << (b.trap_shown ? "inter-stream: LCG fails, Philox passes\n"
+                               : "inter-stream: unexpected outcome\n");
   }
-  if (!battery_ok || !trap_shown) throw keel::backend_error("statistical battery failed");
+  if (!b.battery_pass || !b.trap_shown) throw keel::backend_error("statistical battery failed");
 }
 
 }  // namespace
@@ -607,16 +495,16 @@ void add_rand_commands(CLI::App& root) {
   auto bo = std::make_shared<bench_options>();
   CLI::App* bench =
       group->add_subcommand("bench", "keel vs libcurand host generator, side by side");
-  add_number(bench, "--count", bo->count, "Values per (generator, distribution)", 1,
+  add_number(bench, "--count", bo->lib.count, "Values per (generator, distribution)", 1,
              std::size_t{1} << 30)
       ->capture_default_str();
-  add_number(bench, "--repeats", bo->repeats, "Best of N runs", 1, 1000)->capture_default_str();
+  add_number(bench, "--repeats", bo->lib.repeats, "Best of N runs", 1, 1000)->capture_default_str();
   bench->add_option("--generator", bo->generator, "Only this generator (e.g. mt19937)");
-  add_lambda(bench, bo->lambda,
+  add_lambda(bench, bo->lib.lambda,
              "Poisson mean (table, inversion or normal approximation by generator: "
              "keel/random/poisson.hpp)")
       ->capture_default_str();
-  bench->add_flag("--cpu-time", bo->cpu_time,
+  bench->add_flag("--cpu-time", bo->lib.cpu_time,
                   "Time by thread CPU time, which other processes disturb less than wall time "
                   "(1-thread rows only)");
   add_json_flag(bench, bo->json);

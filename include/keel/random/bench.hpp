@@ -1,0 +1,44 @@
+// keel::random's side-by-side benchmark: each (generator, distribution) row generates the
+// same values with keel's generator (one thread, then all threads) and with libcurand's host
+// generator when it can be loaded, and reports billions of values per second for both (best
+// of `repeats` runs). `keel rand bench` prints these rows. Runs on the calling thread (keel's
+// generator may use its worker threads); no shared state apart from curand_reference::get().
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "keel/random/generator.hpp"
+#include "keel/random/verify.hpp"
+
+namespace keel::random {
+
+struct bench_options {
+  std::size_t count = std::size_t{1} << 26;  // values per row
+  int repeats = 3;                           // best of this many runs, >= 1
+  // Time by the calling thread's CPU time instead of wall time: single-threaded rows only
+  // (other threads' CPU time is not the caller's).
+  bool cpu_time = false;
+  std::optional<rng_type> only;  // only this generator's rows
+  double lambda = 10;            // Poisson mean
+};
+
+struct bench_row {
+  rng_type type = rng_type::philox4_32_10;
+  distribution dist = distribution::raw;
+  unsigned threads = 1;
+  double keel_gsps = 0;
+  std::optional<double> curand_gsps;  // none without libcurand
+};
+
+// The rows in their fixed order (Philox, XORWOW, MRG32k3a, MT19937, Sobol32, MTGP32 for raw,
+// uniform and normal, then every generator's Poisson), each passed to `on_row` as soon as it
+// is measured; MTGP32's rows are left out without its parameter sets. One-thread rows only
+// when the machine has one hardware thread or with cpu_time. Throws
+// keel::invalid_argument or keel::backend_error when a generator refuses a call.
+std::vector<bench_row> run_bench(const bench_options& o,
+                                 const std::function<void(const bench_row&)>& on_row = {});
+
+}  // namespace keel::random

@@ -1,0 +1,111 @@
+#include "keel/random/bench.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <memory>
+#include <thread>
+#include <utility>
+
+#include "keel/core/error.hpp"
+#include "keel/random/curand_reference.hpp"
+#include "keel/random/mtgp32_tables.hpp"
+
+namespace keel::random {
+namespace {
+
+void check(status s, const char* what) {
+  if (s == status::success) return;
+  if (s == status::type_error || s == status::out_of_range || s == status::length_not_multiple)
+    throw keel::invalid_argument(fmt::format("{}: {}", what, to_string(s)));
+  throw keel::backend_error(fmt::format("{}: {}", what, to_string(s)));
+}
+
+double thread_cpu_seconds() {
+  timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+template <class F>
+double best_seconds(int repeats, bool cpu_time, F&& f) {
+  double best = 1e300;
+  for (int r = 0; r < repeats; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const double c0 = thread_cpu_seconds();
+    f();
+    best = std::min(
+        best, cpu_time
+                  ? thread_cpu_seconds() - c0
+                  : std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return best;
+}
+
+constexpr std::pair<rng_type, distribution> k_cases[] = {
+    {rng_type::philox4_32_10, distribution::raw},
+    {rng_type::philox4_32_10, distribution::uniform},
+    {rng_type::philox4_32_10, distribution::normal},
+    {rng_type::xorwow, distribution::raw},
+    {rng_type::xorwow, distribution::uniform},
+    {rng_type::xorwow, distribution::normal},
+    {rng_type::mrg32k3a, distribution::uniform},
+    {rng_type::mrg32k3a, distribution::normal},
+    {rng_type::mt19937, distribution::raw},
+    {rng_type::mt19937, distribution::uniform},
+    {rng_type::mt19937, distribution::normal},
+    {rng_type::sobol32, distribution::raw},
+    {rng_type::sobol32, distribution::uniform},
+    {rng_type::sobol32, distribution::normal},
+    {rng_type::mtgp32, distribution::raw},
+    {rng_type::mtgp32, distribution::uniform},
+    {rng_type::mtgp32, distribution::normal},
+    {rng_type::philox4_32_10, distribution::poisson},
+    {rng_type::xorwow, distribution::poisson},
+    {rng_type::mrg32k3a, distribution::poisson},
+    {rng_type::mt19937, distribution::poisson},
+    {rng_type::mtgp32, distribution::poisson},
+    {rng_type::sobol32, distribution::poisson},
+};
+
+}  // namespace
+
+std::vector<bench_row> run_bench(const bench_options& o,
+                                 const std::function<void(const bench_row&)>& on_row) {
+  const auto& ref = curand_reference::get();
+  const unsigned all = std::max(1u, std::thread::hardware_concurrency());
+  std::vector<unsigned char> buf(o.count * 4);
+  std::vector<bench_row> rows;
+  const dist_params params{0.0, 1.0, o.lambda};
+  for (const auto& [type, dist] : k_cases) {
+    if (o.only && type != *o.only) continue;
+    if (type == rng_type::mtgp32 && !mtgp32_default_tables().tables) continue;  // no parameters
+    std::optional<double> curand_gsps;
+    if (ref.available()) {
+      std::unique_ptr<curand_generator> g;
+      check(ref.create_host_generator(type, g), "curandCreateGeneratorHost");
+      g->set_seed(1234);
+      const double s = best_seconds(o.repeats, o.cpu_time, [&] {
+        check(generate(*g, dist, buf.data(), o.count, params), "curand");
+      });
+      curand_gsps = o.count / s * 1e-9;
+    }
+    for (unsigned threads : {1u, all}) {
+      if (threads == all && all == 1 && !rows.empty() && rows.back().threads == 1) continue;
+      if (threads > 1 && o.cpu_time) continue;  // other threads' CPU time is not the caller's
+      generator g(type);
+      g.set_threads(threads);
+      g.set_seed(1234);
+      const double s = best_seconds(o.repeats, o.cpu_time, [&] {
+        check(generate(g, dist, buf.data(), o.count, params), "keel");
+      });
+      rows.push_back({type, dist, threads, o.count / s * 1e-9, curand_gsps});
+      if (on_row) on_row(rows.back());
+    }
+  }
+  return rows;
+}
+
+}  // namespace keel::random

@@ -1,0 +1,66 @@
+// keel::random::run_bench: the rows, their order and their clock, on tiny counts (the shape,
+// not the speed).
+#include "keel/random/bench.hpp"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "keel/core/error.hpp"
+#include "keel/random/curand_reference.hpp"
+#include "keel/random/mtgp32_tables.hpp"
+
+namespace kr = keel::random;
+
+TEST(random_bench, rows_of_one_generator_in_order_as_they_are_measured) {
+  kr::bench_options o;
+  o.count = 4096;
+  o.repeats = 1;
+  o.only = kr::rng_type::sobol32;
+  std::vector<kr::bench_row> seen;
+  const auto rows = kr::run_bench(o, [&](const kr::bench_row& r) { seen.push_back(r); });
+  const unsigned all = std::max(1u, std::thread::hardware_concurrency());
+  const std::vector<kr::distribution> dists = {kr::distribution::raw, kr::distribution::uniform,
+                                               kr::distribution::normal, kr::distribution::poisson};
+  ASSERT_EQ(rows.size(), dists.size() * (all > 1 ? 2 : 1));
+  ASSERT_EQ(seen.size(), rows.size());
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const std::size_t per = all > 1 ? 2 : 1;
+    EXPECT_EQ(rows[i].type, kr::rng_type::sobol32);
+    EXPECT_EQ(rows[i].dist, dists[i / per]);
+    EXPECT_EQ(rows[i].threads, i % per == 0 ? 1u : all);
+    EXPECT_GT(rows[i].keel_gsps, 0.0);
+    EXPECT_EQ(rows[i].curand_gsps.has_value(), kr::curand_reference::get().available());
+    EXPECT_EQ(seen[i].dist, rows[i].dist);
+    EXPECT_EQ(seen[i].threads, rows[i].threads);
+  }
+}
+
+TEST(random_bench, cpu_time_keeps_single_thread_rows_only) {
+  kr::bench_options o;
+  o.count = 4096;
+  o.repeats = 2;
+  o.cpu_time = true;
+  o.only = kr::rng_type::sobol32;
+  const auto rows = kr::run_bench(o);
+  ASSERT_EQ(rows.size(), 4u);
+  for (const auto& r : rows) EXPECT_EQ(r.threads, 1u);
+}
+
+TEST(random_bench, mtgp32_rows_need_its_parameter_sets) {
+  kr::bench_options o;
+  o.count = 4096;
+  o.repeats = 1;
+  o.cpu_time = true;
+  o.only = kr::rng_type::mtgp32;
+  EXPECT_EQ(kr::run_bench(o).size(), kr::mtgp32_default_tables().tables ? 4u : 0u);
+}
+
+TEST(random_bench, a_refused_call_throws) {
+  kr::bench_options o;
+  o.count = 4097;  // odd: normals need pairs on XORWOW
+  o.repeats = 1;
+  o.cpu_time = true;
+  o.only = kr::rng_type::xorwow;
+  EXPECT_THROW(kr::run_bench(o), keel::invalid_argument);
+}
