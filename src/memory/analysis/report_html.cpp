@@ -30,7 +30,7 @@
 
 namespace keel::memory {
 
-// Defined in the generated report_assets.cpp (src/memory/report/embed.cmake).
+// Defined in the generated report_assets.cpp (src/memory/analysis/report/embed.cmake).
 namespace report_assets {
 extern const char* const k_script;
 extern const char* const k_style;
