@@ -3,12 +3,10 @@
 #include <unistd.h>
 
 #include <iostream>
-#include <sstream>
 
 #include "cli.hpp"
 #include "keel/core/bytes.hpp"
 #include "keel/core/error.hpp"
-#include "keel/core/output_file.hpp"
 #include "keel/memory/analysis.hpp"
 #include "keel/memory/report_html.hpp"
 #include "keel/memory/snapshot.hpp"
@@ -58,7 +56,7 @@ void run_advise(const advise_args& a) {
   options.progress = progress_bar();
   const analysis result = analyze(snap, a.trace, options);
   const nlohmann::json document = to_json(result);
-  if (a.html) write_html(*a.html, snap, document);
+  if (a.html) write_html_report(*a.html, snap, document);
   if (a.json) {
     print_json(document);
   } else {
@@ -99,14 +97,7 @@ void write_report(const std::string& path, const snapshot& snap, const std::stri
   analysis_options options;
   options.device = device;
   options.capacity = capacity;
-  write_html(path, snap, to_json(analyze(snap, trace, options)));
-}
-
-void write_html(const std::string& path, const snapshot& snap, const nlohmann::json& analysis) {
-  // The page is made first: a malformed analysis is reported before the file is created.
-  std::ostringstream page;
-  write_html_report(page, snap, analysis);
-  write_output_file(path, page.view());
+  write_html_report(path, snap, to_json(analyze(snap, trace, options)));
 }
 
 void add_mem_advise_commands(CLI::App& mem) {

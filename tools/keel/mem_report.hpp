@@ -19,12 +19,8 @@ inline constexpr int k_max_device = 65535;
 // the option's absence, never 0).
 std::optional<std::uint64_t> capacity_option(const std::optional<std::string>& text);
 
-// Writes the HTML report of `analysis` to `path` through keel::write_output_file (a temporary
-// renamed on success; the reason of a failed write in the message).
-void write_html(const std::string& path, const memory::snapshot& snap,
-                const nlohmann::json& analysis);
-
-// Analyzes the snapshot (every device, or `device`) and writes the HTML report to `path`.
+// Analyzes the snapshot (every device, or `device`) and writes the HTML report to `path`
+// (keel::memory::write_html_report: nothing is written when the analysis is malformed).
 void write_report(const std::string& path, const memory::snapshot& snap, const std::string& trace,
                   std::optional<int> device, std::optional<std::uint64_t> capacity);
 

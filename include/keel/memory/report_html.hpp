@@ -13,10 +13,10 @@
 // A snapshot without trace entries gets the segment map of its state and its call sites.
 //
 // The page needs no network: the script and style are compiled into the library (their
-// sources are src/memory/report/report.js and report.css) and the data is embedded as one JSON
-// document (`<script type="application/json" id="keel-report-data">`) in a compact columnar
-// form: per device the trace as parallel arrays (action, address, size, stream, time, stack),
-// addresses relative to one base, and every call stack an index into a table of distinct
+// sources are src/memory/analysis/report/report.js and report.css) and the data is embedded
+// as one JSON document (`<script type="application/json" id="keel-report-data">`) in a compact
+// columnar form: per device the trace as parallel arrays (action, address, size, stream, time,
+// stack), addresses relative to one base, and every call stack an index into a table of distinct
 // stacks, whose frames index a table of distinct frames and strings. Everything that comes from
 // the snapshot or the analysis is untrusted: in HTML it is escaped with keel::xml_escape, in the
 // embedded JSON every '<', '>' and '&' is written as a \u escape, so no name can close the

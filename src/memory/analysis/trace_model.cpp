@@ -10,19 +10,12 @@
 #include <unordered_map>
 
 #include "keel/core/error.hpp"
+#include "trace_model_parts.hpp"
 
 namespace keel::memory {
 namespace {
 
-constexpr std::uint64_t k_small_segment = 2u << 20;   // PyTorch's kSmallBuffer
-constexpr std::uint64_t k_small_request = 1u << 20;   // PyTorch's kSmallSize
-constexpr std::uint64_t k_large_page = 20u << 20;     // expandable large-pool page (kLargeBuffer)
-constexpr std::uint64_t k_large_segment = 20u << 20;  // PyTorch's floor for the split sizes
-constexpr std::uint64_t k_top = ~std::uint64_t{0};
-
-std::uint64_t add_saturating(std::uint64_t a, std::uint64_t b) {
-  return b > k_top - a ? k_top : a + b;
-}
+using namespace trace_detail;
 
 struct segment_info {
   std::uint64_t size = 0;
@@ -74,23 +67,6 @@ class interval_set {
 
  private:
   std::map<std::uint64_t, std::uint64_t> spans_;  // begin -> end
-};
-
-class note_book {
- public:
-  void add(std::string text, std::string example) {
-    for (model_note& n : notes_) {
-      if (n.text == text) {
-        ++n.count;
-        return;
-      }
-    }
-    notes_.push_back({std::move(text), std::move(example), 1});
-  }
-  std::vector<model_note> take() { return std::move(notes_); }
-
- private:
-  std::vector<model_note> notes_;
 };
 
 bool grows(trace_action a) {
@@ -323,232 +299,6 @@ std::vector<int> devices_in(const snapshot& s) {
   for (const snapshot_segment& seg : s.segments) devices.insert(seg.device);
   return {devices.begin(), devices.end()};
 }
-
-namespace {
-
-bool recorded(const allocator_settings& r, std::string_view key) {
-  // Settings built in memory (not read from a file) have no keys: every field counts.
-  return r.keys.empty() || std::find(r.keys.begin(), r.keys.end(), key) != r.keys.end();
-}
-
-// The recorded PYTORCH_CUDA_ALLOC_CONF read as `--conf` reads a PyTorch string: strictly, with
-// the grammar the settings imply, else with the other one (which the caller notes).
-struct recorded_conf {
-  allocator_config config;
-  pytorch_grammar grammar = k_newest_pytorch_grammar;
-  bool implied = true;  // read with the implied grammar
-  std::string refusal;  // when not: what the implied grammar said
-};
-
-recorded_conf read_recorded_conf(const allocator_settings& r) {
-  recorded_conf out;
-  out.grammar = grammar_for_settings(r.keys, r.conf);
-  if (r.conf.empty()) return out;
-  try {
-    out.config = allocator_config::parse_pytorch(r.conf, out.grammar).config;
-    return out;
-  } catch (const invalid_argument& e) {
-    out.refusal = e.what();
-  }
-  const pytorch_grammar other = out.grammar == pytorch_grammar::cuda_allocator_config
-                                    ? pytorch_grammar::accelerator_allocator_config
-                                    : pytorch_grammar::cuda_allocator_config;
-  try {
-    out.config = allocator_config::parse_pytorch(r.conf, other).config;
-  } catch (const invalid_argument&) {
-    throw invalid_argument(
-        fmt::format("{} (no PyTorch reads it, so no PyTorch recorded it)", out.refusal));
-  }
-  out.grammar = other;
-  out.implied = false;
-  return out;
-}
-
-std::size_t as_size(std::int64_t v) {
-  return static_cast<std::size_t>(
-      std::clamp<std::int64_t>(v, 0, static_cast<std::int64_t>(k_max_device_bytes)));
-}
-
-allocator_config overlay(allocator_config c, const allocator_settings& r) {
-  if (recorded(r, "expandable_segments")) c.expandable_segments = r.expandable_segments;
-  if (recorded(r, "max_split_size")) {
-    c.max_split_size =
-        r.max_split_size > 0 ? as_size(r.max_split_size) : allocator_config::k_unlimited;
-  }
-  if (recorded(r, "garbage_collection_threshold")) {
-    const double t = r.garbage_collection_threshold;
-    c.garbage_collection_threshold = t > 0.0 && t < 1.0 ? t : 0.0;
-  }
-  if (recorded(r, "roundup_power2_divisions") && !r.roundup_power2_divisions.empty()) {
-    for (std::size_t i = 0; i < allocator_config::k_intervals; ++i) {
-      const std::int64_t d =
-          i < r.roundup_power2_divisions.size() ? r.roundup_power2_divisions[i] : 0;
-      c.roundup_power2_divisions[i] = d > 0 ? static_cast<std::size_t>(d) : 0;
-    }
-  }
-  if (r.max_non_split_rounding_size && *r.max_non_split_rounding_size > 0) {
-    c.max_non_split_rounding_size = as_size(*r.max_non_split_rounding_size);
-  }
-  return c;
-}
-
-// What is odd but usable about the recorded settings.
-void settings_notes(const allocator_settings& r, note_book& notes) {
-  const recorded_conf conf = read_recorded_conf(r);
-  if (!conf.implied) {
-    notes.add(fmt::format("the recorded PYTORCH_CUDA_ALLOC_CONF is read as {} reads it: the {} "
-                          "grammar its settings imply refuses it ({})",
-                          to_string(conf.grammar), to_string(grammar_for_settings(r.keys, r.conf)),
-                          conf.refusal),
-              r.conf);
-  }
-  if (!r.conf.empty()) {
-    const allocator_config& a = conf.config;
-    const allocator_config b = overlay(a, r);
-    const auto differ = [&](std::string_view key, const std::string& in_conf,
-                            const std::string& in_settings) {
-      notes.add(fmt::format("the recorded PYTORCH_CUDA_ALLOC_CONF and the recorded settings "
-                            "disagree on {}; the replay uses the recorded settings",
-                            key),
-                fmt::format("{} in the string, {} in the settings", in_conf, in_settings));
-    };
-    const auto limit = [](std::size_t v) {
-      return v == allocator_config::k_unlimited ? std::string("unlimited") : std::to_string(v);
-    };
-    if (a.expandable_segments != b.expandable_segments)
-      differ("expandable_segments", a.expandable_segments ? "True" : "False",
-             b.expandable_segments ? "True" : "False");
-    if (a.max_split_size != b.max_split_size)
-      differ("max_split_size", limit(a.max_split_size), limit(b.max_split_size));
-    if (a.garbage_collection_threshold != b.garbage_collection_threshold)
-      differ("garbage_collection_threshold", fmt::format("{}", a.garbage_collection_threshold),
-             fmt::format("{}", b.garbage_collection_threshold));
-    if (a.roundup_power2_divisions != b.roundup_power2_divisions)
-      differ("roundup_power2_divisions",
-             fmt::format("{}", fmt::join(a.roundup_power2_divisions, ",")),
-             fmt::format("{}", fmt::join(b.roundup_power2_divisions, ",")));
-    if (a.max_non_split_rounding_size != b.max_non_split_rounding_size)
-      differ("max_non_split_rounding_size", limit(a.max_non_split_rounding_size),
-             limit(b.max_non_split_rounding_size));
-  }
-}
-
-[[noreturn]] void refuse(const std::string& where, const std::string& what) {
-  throw invalid_argument(fmt::format("{}: {}", where, what));
-}
-
-// Sizes a model is built from, checked whatever made the snapshot (read_snapshot refuses the
-// same as parse errors): sizes up to k_max_device_bytes, ranges inside the address space, a
-// block in use no smaller than its request. Notes what is only odd.
-void check_snapshot(const snapshot& s, int device, note_book& notes) {
-  if (s.settings) {
-    const allocator_settings& r = *s.settings;
-    // PyTorch's split sizes start at 20 MiB (max_split_size -1 is unlimited).
-    const auto bad_size = [](std::int64_t v) {
-      return v < static_cast<std::int64_t>(k_large_segment) ||
-             v > static_cast<std::int64_t>(k_max_device_bytes);
-    };
-    if (r.max_split_size != -1 && bad_size(r.max_split_size))
-      refuse("allocator_settings", fmt::format("max_split_size {}", r.max_split_size));
-    if (r.max_non_split_rounding_size && bad_size(*r.max_non_split_rounding_size)) {
-      refuse("allocator_settings",
-             fmt::format("max_non_split_rounding_size {}", *r.max_non_split_rounding_size));
-    }
-    if (!(r.garbage_collection_threshold >= 0.0 && r.garbage_collection_threshold < 1.0)) {
-      refuse("allocator_settings", fmt::format("garbage_collection_threshold {} is outside [0, 1)",
-                                               r.garbage_collection_threshold));
-    }
-    for (const std::int64_t d : r.roundup_power2_divisions) {
-      if (d < 0 || (d != 0 && !std::has_single_bit(static_cast<std::uint64_t>(d))))
-        refuse("allocator_settings",
-               fmt::format("roundup_power2_divisions {} is neither 0 nor a power of 2", d));
-    }
-    try {
-      (void)recorded_config(r);
-    } catch (const invalid_argument& e) {
-      refuse("allocator_settings", e.what());
-    }
-  }
-  for (std::size_t i = 0; i < s.segments.size(); ++i) {
-    const snapshot_segment& seg = s.segments[i];
-    if (seg.device != device) continue;
-    const auto where = [&] { return fmt::format("segments[{}]", i); };
-    if (seg.total_size == 0 || seg.total_size > k_max_device_bytes)
-      refuse(where(), fmt::format("a segment of {} bytes", seg.total_size));
-    if (seg.total_size > k_top - seg.address)
-      refuse(where(), "the segment extends past the end of the address space");
-    std::uint64_t allocated = 0, active = 0, requested = 0;
-    for (std::size_t j = 0; j < seg.blocks.size(); ++j) {
-      const snapshot_block& b = seg.blocks[j];
-      const auto at = [&] { return fmt::format("segments[{}].blocks[{}]", i, j); };
-      if (b.size > k_max_device_bytes || b.size > k_top - b.address)
-        refuse(at(), fmt::format("a block of {} bytes at {:#x}", b.size, b.address));
-      if (b.requested_size > k_max_device_bytes)
-        refuse(at(), fmt::format("a request of {} bytes", b.requested_size));
-      if (b.state != block_state::inactive && b.requested_size > b.size) {
-        refuse(at(), fmt::format("a block in use of {} bytes cannot hold a request of {} bytes",
-                                 b.size, b.requested_size));
-      }
-      if (b.state == block_state::active_allocated) allocated = add_saturating(allocated, b.size);
-      if (b.state != block_state::inactive) {
-        active = add_saturating(active, b.size);
-        requested = add_saturating(requested, b.requested_size);
-      }
-      if (j > 0 && !seg.is_expandable && b.state == block_state::inactive &&
-          seg.blocks[j - 1].state == block_state::inactive) {
-        notes.add("a segment holds two free blocks side by side, which PyTorch would have merged",
-                  fmt::format("{:#x}", b.address));
-      }
-    }
-    if (seg.allocated_size != allocated || seg.active_size != active ||
-        seg.requested_size != requested) {
-      notes.add(
-          "a segment's allocated, active or requested size disagrees with its blocks; the "
-          "blocks are used",
-          fmt::format("{:#x}", seg.address));
-    }
-    if (!seg.is_large && !seg.is_expandable && seg.total_size != k_small_segment) {
-      notes.add("a small-pool segment is not PyTorch's 2 MiB",
-                fmt::format("{:#x} ({} bytes)", seg.address, seg.total_size));
-    }
-  }
-  if (device < 0 || static_cast<std::size_t>(device) >= s.device_traces.size()) return;
-  const std::vector<trace_entry>& entries = s.device_traces[static_cast<std::size_t>(device)];
-  for (std::size_t i = 0; i < entries.size(); ++i) {
-    const trace_entry& e = entries[i];
-    if (e.size > k_max_device_bytes || e.device_free > k_max_device_bytes ||
-        e.size > k_top - e.addr) {
-      refuse(fmt::format("device_traces[{}][{}]", device, i),
-             fmt::format("{} of {} bytes at {:#x} (device_free {})", to_string(e.action), e.size,
-                         e.addr, e.device_free));
-    }
-  }
-}
-
-}  // namespace
-
-allocator_config recorded_config(const allocator_settings& settings) {
-  const allocator_config c = overlay(read_recorded_conf(settings).config, settings);
-  // What the settings amount to must be a config PyTorch can have: its string reads back.
-  const std::string text = c.pytorch_string();
-  std::string refusal;
-  for (const pytorch_grammar g :
-       {pytorch_grammar::accelerator_allocator_config, pytorch_grammar::cuda_allocator_config}) {
-    try {
-      (void)allocator_config::parse_pytorch(text, g);
-      return c;
-    } catch (const invalid_argument& e) {
-      if (refusal.empty()) refusal = e.what();
-    }
-  }
-  throw invalid_argument(fmt::format(
-      "the recorded settings amount to '{}', which no PyTorch accepts ({})", text, refusal));
-}
-
-allocator_config recorded_config(const snapshot& s) {
-  return s.settings ? recorded_config(*s.settings) : allocator_config{};
-}
-
 trace_model build_trace_model(const snapshot& s, int device) {
   trace_model m;
   note_book notes;
@@ -557,7 +307,7 @@ trace_model build_trace_model(const snapshot& s, int device) {
   m.recorded_config = recorded_config(s);
   m.settings_recorded = s.settings.has_value();
   if (s.settings) {
-    m.grammar = read_recorded_conf(*s.settings).grammar;
+    m.grammar = recorded_grammar(*s.settings);
     settings_notes(*s.settings, notes);
   }
   static const std::vector<trace_entry> k_none;

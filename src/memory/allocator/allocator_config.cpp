@@ -12,79 +12,19 @@
 #include <cstdlib>
 #include <limits>
 
+#include "config_syntax.hpp"
 #include "keel/core/error.hpp"
 #include "keel/memory/backend.hpp"
 
 namespace keel::memory {
 namespace {
 
+using namespace config_detail;
+
 constexpr std::size_t k_mb = 1u << 20;
 constexpr std::size_t k_min_large_alloc_mb = 10;  // PyTorch's kMinLargeAlloc / 1 MiB
 constexpr std::size_t k_max_register_threads = 128;
 constexpr std::uint64_t k_max_limit_mb = k_max_device_bytes / k_mb;  // 2^42 MiB
-
-bool is_legacy(pytorch_grammar g) { return g == pytorch_grammar::cuda_allocator_config; }
-
-// ---- tokens, as PyTorch's tokenizers cut them ------------------------------------------------
-// A token is one of , : [ ] or a run of other characters; whitespace between is dropped (the
-// 2.0-2.9 lexer drops only spaces). `index` is the token's position, which PyTorch's newer
-// messages quote.
-
-struct token {
-  std::string text;
-  std::size_t column = 0;  // 1-based
-  std::size_t index = 0;
-};
-
-bool is_punct(char c) { return c == ',' || c == ':' || c == '[' || c == ']'; }
-
-std::vector<token> tokenize(std::string_view text, pytorch_grammar grammar) {
-  std::vector<token> out;
-  const auto skipped = [&](char c) {
-    return is_legacy(grammar) ? c == ' ' : std::isspace(static_cast<unsigned char>(c)) != 0;
-  };
-  std::string word;
-  std::size_t word_column = 0;
-  const auto flush = [&] {
-    if (!word.empty()) out.push_back({std::move(word), word_column, out.size()});
-    word.clear();
-  };
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (is_punct(c)) {
-      flush();
-      out.push_back({std::string(1, c), i + 1, out.size()});
-    } else if (!skipped(c)) {
-      if (word.empty()) word_column = i + 1;
-      word += c;
-    }
-  }
-  flush();
-  return out;
-}
-
-struct element {
-  const token* key = nullptr;
-  const token* value = nullptr;  // null for a bare element
-};
-
-struct item {
-  const token* key = nullptr;
-  const token* value = nullptr;  // the word, when !is_list
-  bool is_list = false;
-  std::vector<element> list;
-};
-
-std::string value_text(const item& it) {
-  if (!it.is_list) return it.value->text;
-  std::string out = "[";
-  for (std::size_t i = 0; i < it.list.size(); ++i) {
-    if (i != 0) out += ',';
-    out += it.list[i].key->text;
-    if (it.list[i].value != nullptr) out += ':' + it.list[i].value->text;
-  }
-  return out + ']';
-}
 
 // ---- the keys
 // ------------------------------------------------------------------------------------
@@ -164,90 +104,6 @@ std::string unknown_key_words(std::string_view key, pytorch_grammar grammar) {
   return is_legacy(grammar) ? fmt::format("Unrecognized CachingAllocator option: {}", key)
                             : fmt::format("Unrecognized key '{}' in CUDA allocator config.", key);
 }
-
-// ---- the parser
-// ----------------------------------------------------------------------------------
-
-class parser {
- public:
-  parser(std::string_view text, std::string_view origin, const config_parse_options& options)
-      : text_(text), origin_(origin), tokens_(tokenize(text, options.grammar)) {}
-
-  std::vector<item> items() {
-    std::vector<item> out;
-    std::size_t i = 0;
-    while (i < tokens_.size()) {
-      item it;
-      it.key = &tokens_[i];
-      if (is_punct(it.key->text[0])) fail(*it.key, "expected a key");
-      expect(++i, ":", fmt::format("after key '{}'", it.key->text));
-      if (++i >= tokens_.size()) fail_end(fmt::format("expected a value for '{}'", it.key->text));
-      if (tokens_[i].text == "[") {
-        it.is_list = true;
-        parse_list(it, i);
-      } else if (is_punct(tokens_[i].text[0])) {
-        fail(tokens_[i], fmt::format("expected a value for '{}'", it.key->text));
-      } else {
-        it.value = &tokens_[i];
-      }
-      out.push_back(std::move(it));
-      if (++i >= tokens_.size()) break;
-      expect(i, ",", "between items");
-      ++i;  // a trailing comma ends the text, as in PyTorch
-    }
-    return out;
-  }
-
-  [[noreturn]] void fail(const token& t, const std::string& what) const {
-    throw invalid_argument(
-        fmt::format("{}: {} at column {} of '{}'", origin_, what, t.column, text_));
-  }
-
- private:
-  [[noreturn]] void fail_end(const std::string& what) const {
-    throw invalid_argument(fmt::format("{}: {} at the end of '{}'", origin_, what, text_));
-  }
-
-  void expect(std::size_t i, std::string_view punct, const std::string& context) const {
-    if (i >= tokens_.size()) fail_end(fmt::format("expected '{}' {}", punct, context));
-    if (tokens_[i].text != punct) {
-      fail(tokens_[i],
-           fmt::format("expected '{}' {}, found '{}'", punct, context, tokens_[i].text));
-    }
-  }
-
-  // tokens_[i] is "["; leaves i at the closing "]".
-  void parse_list(item& it, std::size_t& i) const {
-    const std::string close = fmt::format("to close the list of '{}'", it.key->text);
-    if (++i >= tokens_.size()) fail_end(fmt::format("expected ']' {}", close));
-    if (tokens_[i].text == "]") return;
-    while (true) {
-      if (is_punct(tokens_[i].text[0])) {
-        fail(tokens_[i], fmt::format("expected a list element for '{}'", it.key->text));
-      }
-      element e{&tokens_[i], nullptr};
-      if (i + 1 < tokens_.size() && tokens_[i + 1].text == ":") {
-        i += 2;
-        if (i >= tokens_.size() || is_punct(tokens_[i].text[0])) {
-          const std::string what =
-              fmt::format("expected a value after '{}:' in '{}'", e.key->text, it.key->text);
-          if (i >= tokens_.size()) fail_end(what);
-          fail(tokens_[i], what);
-        }
-        e.value = &tokens_[i];
-      }
-      it.list.push_back(e);
-      if (++i >= tokens_.size()) fail_end(fmt::format("expected ']' {}", close));
-      if (tokens_[i].text == "]") return;
-      expect(i, ",", fmt::format("between the elements of '{}'", it.key->text));
-      if (++i >= tokens_.size()) fail_end(fmt::format("expected ']' {}", close));
-    }
-  }
-
-  std::string_view text_;
-  std::string_view origin_;
-  std::vector<token> tokens_;
-};
 
 // ---- values
 // ----------------------------------------------------------------------------------------
