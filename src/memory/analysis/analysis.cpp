@@ -17,8 +17,10 @@ using nlohmann::json;
 
 constexpr std::size_t k_peak_sites = 10;
 
-json optional_json(const std::optional<std::uint64_t>& v) { return v ? json(*v) : json(nullptr); }
-json optional_json(const std::optional<std::int64_t>& v) { return v ? json(*v) : json(nullptr); }
+template <class T>
+json optional_json(const std::optional<T>& v) {
+  return v ? json(*v) : json(nullptr);
+}
 
 std::string signed_size(std::int64_t bytes) {
   return (bytes < 0 ? "-" : "") + format_size(static_cast<std::uint64_t>(std::llabs(bytes)));
