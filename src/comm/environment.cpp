@@ -40,6 +40,13 @@ std::string first_slurm_host(const std::string& nodelist) {
   return prefix + first;
 }
 
+bool launched_rank() {
+  for (const char* name : {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"}) {
+    if (std::getenv(name) != nullptr) return true;
+  }
+  return false;
+}
+
 launch_env detect_launch_env() {
   return detect_launch_env([](const std::string& name) -> std::optional<std::string> {
     const char* v = std::getenv(name.c_str());

@@ -14,10 +14,16 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <random>
+#include <sstream>
+#include <string_view>
 #include <thread>
 
 #include "keel/core/error.hpp"
@@ -306,6 +312,104 @@ int job_exit_code(const std::vector<rank_exit>& exits) {
     if (e.code != 0 && (first == nullptr || e.seconds < first->seconds)) first = &e;
   }
   return first ? first->code : 0;
+}
+
+namespace {
+volatile std::sig_atomic_t g_job_ranks = 0;
+pid_t g_job_pids[1024];
+
+extern "C" void kill_job_and_die(int sig) {
+  for (std::sig_atomic_t i = 0; i < g_job_ranks; ++i) ::kill(g_job_pids[i], SIGKILL);
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+}  // namespace
+
+job_signal_guard::job_signal_guard(const local_job& job) {
+  const auto& pids = job.pids();
+  const std::size_t n = std::min<std::size_t>(pids.size(), std::size(g_job_pids));
+  for (std::size_t i = 0; i < n; ++i) g_job_pids[i] = pids[i];
+  g_job_ranks = static_cast<std::sig_atomic_t>(n);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::signal(sig, kill_job_and_die);
+}
+
+job_signal_guard::~job_signal_guard() {
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::signal(sig, SIG_DFL);
+  g_job_ranks = 0;
+}
+
+int run_local_job(int ranks, const std::vector<std::string>& argv, bool bind,
+                  std::chrono::milliseconds grace) {
+  local_job job(ranks, argv, {}, {}, bind);
+  job_signal_guard guard(job);
+  return job_exit_code(job.wait(grace));
+}
+
+std::string self_executable() {
+  std::error_code ec;
+  const auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) throw keel::io_error("cannot find the keel executable (/proc/self/exe)");
+  return p.string();
+}
+
+std::vector<std::string> self_arguments() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::vector<std::string> args;
+  std::string arg;
+  while (std::getline(in, arg, '\0')) args.push_back(arg);
+  if (!args.empty()) args.erase(args.begin());
+  return args;
+}
+
+std::vector<std::string> without_option(std::vector<std::string> args,
+                                        const std::string& short_name,
+                                        const std::string& long_name) {
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == short_name || args[i] == long_name) {
+      args.erase(args.begin() + static_cast<long>(i),
+                 args.begin() + static_cast<long>(std::min(i + 2, args.size())));
+      break;
+    }
+    if (args[i].rfind(long_name + "=", 0) == 0 ||
+        (args[i].rfind(short_name, 0) == 0 && args[i].size() > short_name.size())) {
+      args.erase(args.begin() + static_cast<long>(i));
+      break;
+    }
+  }
+  return args;
+}
+
+std::vector<int> parse_rank_list(const std::string& text) {
+  const auto bad = [&] {
+    return keel::invalid_argument(fmt::format("rank list '{}': expected e.g. 1-4 or 2,4,8", text));
+  };
+  // A whole decimal number (std::from_chars: no sign, space or trailing text accepted).
+  const auto number = [&](std::string_view s) {
+    int v = 0;
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (s.empty() || ec != std::errc{} || end != s.data() + s.size()) throw bad();
+    return v;
+  };
+  std::vector<int> out;
+  std::stringstream in(text);
+  std::string part;
+  while (std::getline(in, part, ',')) {
+    const auto dash = part.find('-');
+    if (dash == std::string::npos) {
+      out.push_back(number(part));
+    } else {
+      const std::string_view p(part);
+      const int hi = number(p.substr(dash + 1));
+      for (int r = number(p.substr(0, dash)); r <= hi && r <= 256; ++r) out.push_back(r);
+      if (hi > 256) out.push_back(hi);  // reported as out of range below
+    }
+  }
+  for (int r : out) {
+    if (r < 1 || r > 256)
+      throw keel::invalid_argument(fmt::format("rank count {} outside [1, 256]", r));
+  }
+  if (out.empty()) throw keel::invalid_argument("empty rank list");
+  return out;
 }
 
 }  // namespace keel::comm

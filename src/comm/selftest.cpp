@@ -1,7 +1,10 @@
 #include "keel/comm/selftest.hpp"
 
+#include "keel/comm/dispatch.hpp"
+
 #include <fmt/format.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -173,24 +176,12 @@ void store_reduced(std::byte* p, dtype t, reduce_op op, int size, std::size_t i)
   }
 }
 
-bool reduces(collective c) {
-  return c == collective::allreduce || c == collective::reduce || c == collective::reduce_scatter;
-}
+bool reduces(collective c) { return is_reduction(c); }
 
-std::size_t input_elems(const test_case& t, int size) {
-  switch (t.coll) {
-    case collective::reduce_scatter:
-    case collective::alltoall: return t.count * size;
-    default: return t.count;
-  }
-}
+std::size_t input_elems(const test_case& t, int size) { return input_count(t.coll, t.count, size); }
 
 std::size_t output_elems(const test_case& t, int size) {
-  switch (t.coll) {
-    case collective::allgather:
-    case collective::alltoall: return t.count * size;
-    default: return t.count;
-  }
+  return output_count(t.coll, t.count, size);
 }
 
 }  // namespace
@@ -269,76 +260,71 @@ std::size_t run_case(communicator& c, const test_case& t, call_options o) {
   o.algo = t.algo;
   std::vector<std::byte> output(output_elems(t, size) * E, std::byte{0x5a});
   std::vector<std::byte> big;  // in-place reduce_scatter / allgather work in one buffer
-  switch (t.coll) {
-    case collective::allreduce:
-      if (t.in_place) {
-        output = input;
-        c.allreduce(output.data(), output.data(), t.count, t.type, t.op, o);
-      } else {
-        c.allreduce(input.data(), output.data(), t.count, t.type, t.op, o);
-      }
-      break;
-    case collective::reduce:
-      if (t.in_place && rank == t.root) {
-        output = input;
-        c.reduce(output.data(), output.data(), t.count, t.type, t.op, t.root, o);
-      } else {
-        c.reduce(input.data(), output.data(), t.count, t.type, t.op, t.root, o);
-      }
-      break;
-    case collective::broadcast:
-      if (t.in_place) {
+  const std::byte* in = input.data();
+  std::byte* out = output.data();
+  if (t.in_place) {
+    switch (t.coll) {
+      case collective::reduce:  // in place on the root only
+        if (rank == t.root) {
+          output = input;
+          in = out = output.data();
+        }
+        break;
+      case collective::broadcast:
         if (rank == t.root) output = input;
-        c.broadcast(output.data(), output.data(), t.count, t.type, t.root, o);
-      } else {
-        c.broadcast(input.data(), output.data(), t.count, t.type, t.root, o);
-      }
-      break;
-    case collective::reduce_scatter:
-      if (t.in_place) {
+        in = out = output.data();
+        break;
+      case collective::reduce_scatter:
         big = input;
-        c.reduce_scatter(big.data(), big.data() + rank * t.count * E, t.count, t.type, t.op, o);
-        if (t.count) std::memcpy(output.data(), big.data() + rank * t.count * E, t.count * E);
-      } else {
-        c.reduce_scatter(input.data(), output.data(), t.count, t.type, t.op, o);
-      }
-      break;
-    case collective::allgather:
-      if (t.in_place) {
+        in = big.data();
+        out = big.data() + rank * t.count * E;
+        break;
+      case collective::allgather:
         if (t.count) std::memcpy(output.data() + rank * t.count * E, input.data(), t.count * E);
-        c.allgather(output.data() + rank * t.count * E, output.data(), t.count, t.type, o);
-      } else {
-        c.allgather(input.data(), output.data(), t.count, t.type, o);
-      }
-      break;
-    case collective::alltoall:
-      if (t.in_place) {
+        in = output.data() + rank * t.count * E;
+        out = output.data();
+        break;
+      case collective::sendrecv:
+      case collective::barrier: break;
+      default:
         output = input;
-        c.alltoall(output.data(), output.data(), t.count, t.type, o);
-      } else {
-        c.alltoall(input.data(), output.data(), t.count, t.type, o);
-      }
-      break;
-    case collective::barrier: c.barrier(o); return 0;
+        in = out = output.data();
+        break;
+    }
+  }
+  run_collective(c, t.coll, in, out, t.count, t.type, t.op, t.root, o);
+  switch (t.coll) {
+    case collective::barrier: return 0;
     case collective::sendrecv: {
-      // A ring of point-to-point messages: send to rank+1, receive from rank-1.
+      // The ring's expectation: rank-1's input, as a broadcast from it would deliver.
       if (size == 1) return 0;
       test_case bc = t;
       bc.coll = collective::broadcast;
       bc.root = (rank - 1 + size) % size;
       std::vector<std::byte> in2, want;
       make_case_buffers(bc, rank, size, in2, want);
-      if (rank % 2 == 0) {
-        c.send(input.data(), t.count, t.type, (rank + 1) % size, o);
-        c.recv(output.data(), t.count, t.type, (rank - 1 + size) % size, o);
-      } else {
-        c.recv(output.data(), t.count, t.type, (rank - 1 + size) % size, o);
-        c.send(input.data(), t.count, t.type, (rank + 1) % size, o);
-      }
       return count_wrong(bc, rank, size, output, want);
     }
+    case collective::reduce_scatter:
+      if (t.in_place && t.count) std::memcpy(output.data(), out, t.count * E);
+      break;
+    default: break;
   }
   return count_wrong(t, rank, size, output, expected);
+}
+
+verify_report run_verify(communicator& c, bool full, std::size_t max_bytes) {
+  const auto t0 = std::chrono::steady_clock::now();
+  verify_report report;
+  const auto cases = case_matrix(c.size(), full, max_bytes);
+  report.cases = cases.size();
+  for (const test_case& t : cases) {
+    std::int64_t wrong = static_cast<std::int64_t>(run_case(c, t));
+    c.allreduce(&wrong, &wrong, 1, dtype::i64, reduce_op::sum);
+    if (wrong) report.failed.push_back(fmt::format("{}: {} wrong", describe(t), wrong));
+  }
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return report;
 }
 
 std::vector<test_case> case_matrix(int size, bool full, std::size_t max_bytes) {

@@ -222,5 +222,52 @@ std::string encode_request(std::uint8_t cmd, std::string_view key, std::string_v
   return out;
 }
 
+std::vector<std::string> split_keys(const std::string& joined) {
+  std::vector<std::string> keys;
+  std::size_t start = 0;
+  while (start <= joined.size()) {
+    const std::size_t end = joined.find('\0', start);
+    keys.push_back(
+        joined.substr(start, end == std::string::npos ? std::string::npos : end - start));
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return keys;
+}
+
+std::string join_keys(const std::vector<std::string>& keys) {
+  std::string out;
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    if (i) out += '\0';
+    out += keys[i];
+  }
+  return out;
+}
+
+std::string shown(std::string_view key) {
+  std::string out;
+  for (unsigned char c : key.substr(0, 64)) {
+    if (c == '\0')
+      out += ',';
+    else if (c >= 0x20 && c < 0x7f)
+      out += static_cast<char>(c);
+    else
+      out += fmt::format("\\x{:02x}", c);
+  }
+  if (key.size() > 64) out += "...";
+  return out;
+}
+
+const char* command_name(std::uint8_t cmd) {
+  switch (cmd) {
+    case wire::k_set: return "SET";
+    case wire::k_get: return "GET";
+    case wire::k_add: return "ADD";
+    case wire::k_check: return "CHECK";
+    case wire::k_wait: return "WAIT";
+    default: return "?";
+  }
+}
+
 }  // namespace wire
 }  // namespace keel::comm::detail

@@ -27,6 +27,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace keel::comm::detail {
 
@@ -71,6 +72,14 @@ digest server_proof(std::string_view secret, std::string_view server_nonce,
                     std::string_view client_nonce);
 // cmd key_len value_len key value, as the server expects it.
 std::string encode_request(std::uint8_t cmd, std::string_view key, std::string_view value);
+
+// A CHECK or WAIT request's key list: the keys joined by '\0', and back.
+std::string join_keys(const std::vector<std::string>& keys);
+std::vector<std::string> split_keys(const std::string& joined);
+// "SET", "GET", "ADD", "CHECK", "WAIT" or "?".
+const char* command_name(std::uint8_t cmd);
+// A key as it may appear in a log line or an error: printable, at most 64 characters.
+std::string shown(std::string_view key);
 
 }  // namespace wire
 }  // namespace keel::comm::detail

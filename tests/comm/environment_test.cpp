@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <map>
 
 #include "keel/core/error.hpp"
@@ -127,6 +128,22 @@ TEST(CommEnvironment, MakeStoreListensWhereTheJobNeedsAndOnlyWithASecretBeyondLo
   e.store_secret.clear();
   auto local = make_store(e, std::chrono::seconds(2));
   EXPECT_EQ(dynamic_cast<tcp_store&>(*local).bind_address(), "127.0.0.1");
+}
+
+TEST(CommEnvironment, LaunchedRankSeesAnyLaunchersRankVariable) {
+  const char* names[] = {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"};
+  std::map<std::string, std::string> saved;
+  for (const char* n : names) {
+    if (const char* v = std::getenv(n)) saved[n] = v;
+    ::unsetenv(n);
+  }
+  EXPECT_FALSE(launched_rank());
+  for (const char* n : names) {
+    ::setenv(n, "", 1);
+    EXPECT_TRUE(launched_rank()) << n;
+    ::unsetenv(n);
+  }
+  for (const auto& [n, v] : saved) ::setenv(n.c_str(), v.c_str(), 1);
 }
 
 }  // namespace

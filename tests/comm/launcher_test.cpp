@@ -20,6 +20,8 @@
 #include <thread>
 #include <vector>
 
+#include "keel/comm/launcher.hpp"
+#include "keel/core/error.hpp"
 #include "process.hpp"
 
 extern char** environ;
@@ -290,6 +292,44 @@ TEST(CommLauncher, StoreListensAfterBootstrapOnlyWhenKept) {
   const auto closed = kill_nine_the_launcher(bench, 2, row);
   ASSERT_EQ(closed.ranks, 2u) << closed.output;
   EXPECT_FALSE(closed.store_listening);
+}
+
+TEST(CommLauncherArgs, WithoutOptionDropsTheFirstOccurrenceInEveryForm) {
+  using v = std::vector<std::string>;
+  EXPECT_EQ(without_option({"comm", "bench", "-N", "4", "-e", "1M"}, "-N", "--ranks"),
+            (v{"comm", "bench", "-e", "1M"}));
+  EXPECT_EQ(without_option({"bench", "--ranks", "4"}, "-N", "--ranks"), (v{"bench"}));
+  EXPECT_EQ(without_option({"bench", "--ranks=4", "-N", "2"}, "-N", "--ranks"),
+            (v{"bench", "-N", "2"}));
+  EXPECT_EQ(without_option({"bench", "-N4"}, "-N", "--ranks"), (v{"bench"}));
+  EXPECT_EQ(without_option({"bench", "-N"}, "-N", "--ranks"), (v{"bench"}));
+  EXPECT_EQ(without_option({"bench", "-e", "8"}, "-N", "--ranks"), (v{"bench", "-e", "8"}));
+}
+
+TEST(CommLauncherArgs, RankListsAreRangesAndCommas) {
+  EXPECT_EQ(parse_rank_list("1-4"), (std::vector<int>{1, 2, 3, 4}));
+  EXPECT_EQ(parse_rank_list("2,8"), (std::vector<int>{2, 8}));
+  EXPECT_EQ(parse_rank_list("3,1-2"), (std::vector<int>{3, 1, 2}));
+  EXPECT_THROW(parse_rank_list(""), keel::invalid_argument);
+  EXPECT_THROW(parse_rank_list("x"), keel::invalid_argument);
+  // Whole numbers only: std::stoi would have read these as 4, 2 and 1.
+  EXPECT_THROW(parse_rank_list("1-4x"), keel::invalid_argument);
+  EXPECT_THROW(parse_rank_list(" 2"), keel::invalid_argument);
+  EXPECT_THROW(parse_rank_list("1.5"), keel::invalid_argument);
+  EXPECT_THROW(parse_rank_list("1-99999999999"), keel::invalid_argument);
+  EXPECT_THROW(parse_rank_list("0"), keel::invalid_argument);
+  EXPECT_THROW(parse_rank_list("1-257"), keel::invalid_argument);
+}
+
+TEST(CommLauncherArgs, SelfExecutableAndArgumentsDescribeThisProcess) {
+  EXPECT_TRUE(std::filesystem::exists(self_executable()));
+  const auto args = self_arguments();
+  EXPECT_EQ(args.size(), static_cast<std::size_t>(::testing::internal::GetArgvs().size() - 1));
+}
+
+TEST(CommLauncherArgs, RunLocalJobReportsTheFirstFailingRank) {
+  EXPECT_EQ(run_local_job(2, {"true"}, false, 1s), 0);
+  EXPECT_EQ(run_local_job(2, {"sh", "-c", "exit $((RANK + 3))"}, false, 5s), 3);
 }
 
 }  // namespace

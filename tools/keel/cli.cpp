@@ -39,6 +39,8 @@ int run(CLI::App& app, int argc, char** argv) {
   } catch (const CLI::CallForVersion&) {
     std::cout << app.version() << '\n';
     return k_exit_ok;
+  } catch (const CLI::RuntimeError& e) {  // exit_quietly()
+    return e.get_exit_code();
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return k_exit_ok;
     return fail(k_exit_usage, e.what());

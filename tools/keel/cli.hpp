@@ -26,6 +26,10 @@ int run(CLI::App& app, int argc, char** argv);
 // The whole `keel` command line (every group) on argv; returns the exit code.
 int run_keel(int argc, char** argv);
 
+// Ends the running command with `code` and nothing more on stderr: for a command that has
+// already reported its outcome (a failed check, a job's exit code). run() returns the code.
+[[noreturn]] inline void exit_quietly(int code) { throw CLI::RuntimeError(code); }
+
 // Prints one JSON document (pretty, 2 spaces) and a newline on stdout.
 void print_json(const nlohmann::json& document);
 

@@ -57,6 +57,11 @@ using env_lookup = std::function<std::optional<std::string>(const std::string&)>
 launch_env detect_launch_env();
 launch_env detect_launch_env(const env_lookup& lookup);
 
+// True when this process runs as a rank of a launched job: RANK (torchrun, `keel comm
+// launch`), OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID is set, even to "". `keel comm
+// verify` and `bench -N` re-launch themselves only when this is false.
+bool launched_rank();
+
 // Expands the first host of a Slurm node list: "node[03-05,9],gpu1" -> "node03".
 std::string first_slurm_host(const std::string& nodelist);
 

@@ -78,4 +78,36 @@ class local_job {
 // rank's code.
 int job_exit_code(const std::vector<rank_exit>& exits);
 
+// While one lives, SIGINT, SIGTERM and SIGHUP to this process SIGKILL the job's ranks (the
+// first 1024) and then kill this process with the same signal as usual: an interrupted or
+// timed-out launcher leaves no ranks behind. One at a time per process; construct and
+// destroy it on the thread that owns the job.
+class job_signal_guard {
+ public:
+  explicit job_signal_guard(const local_job& job);
+  ~job_signal_guard();
+  job_signal_guard(const job_signal_guard&) = delete;
+  job_signal_guard& operator=(const job_signal_guard&) = delete;
+};
+
+// Runs `argv` as `ranks` local ranks under a job_signal_guard and returns job_exit_code of
+// the job (grace as in local_job::wait). Throws what local_job's constructor throws.
+int run_local_job(int ranks, const std::vector<std::string>& argv, bool bind,
+                  std::chrono::milliseconds grace);
+
+// The path of the running executable (/proc/self/exe); throws keel::io_error without one.
+std::string self_executable();
+// This process's argv[1..] as it was started (/proc/self/cmdline).
+std::vector<std::string> self_arguments();
+// `args` without the first occurrence of an option and its value: "-N 4", "--ranks 4",
+// "--ranks=4" or "-N4" for short "-N" and long "--ranks".
+std::vector<std::string> without_option(std::vector<std::string> args,
+                                        const std::string& short_name,
+                                        const std::string& long_name);
+
+// Rank counts such as "1-4" or "2,4,8" (ranges inclusive; each number whole decimal digits,
+// no sign, space or suffix). Throws keel::invalid_argument for text that is not such a
+// list, an empty list, or a count outside [1, 256].
+std::vector<int> parse_rank_list(const std::string& text);
+
 }  // namespace keel::comm

@@ -44,4 +44,13 @@ std::size_t run_case(communicator& c, const test_case& t, call_options o = {});
 // rotated through) or of the full matrix (every combination; sizes up to max_bytes).
 std::vector<test_case> case_matrix(int size, bool full, std::size_t max_bytes);
 
+// `keel comm verify` on one rank: every case of case_matrix(c.size(), full, max_bytes), the
+// wrong counts summed over ranks, so every rank returns the same report. Collective.
+struct verify_report {
+  std::size_t cases = 0;
+  std::vector<std::string> failed;  // "<describe(case)>: <n> wrong", in case order
+  double seconds = 0;               // wall time of the whole matrix on this rank
+};
+verify_report run_verify(communicator& c, bool full, std::size_t max_bytes);
+
 }  // namespace keel::comm
