@@ -205,5 +205,13 @@ def test_celery_worker_process_killed_mid_job_loses_nothing(celery_cluster, seri
     assert dumps(doc) == serial_doc
 
 
+def test_dask_rand_shards_equal_one_stream(dask_cluster):
+    from keel.dist import rand as dist_rand
+
+    with keel.dist.executor(dask_cluster.url, timeout=TIMEOUT) as ex:
+        doc = dist_rand.generate(1 << 22, shards=16, seed=42, executor=ex)
+    assert [s["sha256"] for s in doc["shards"]] == dist_rand.reference_digests(doc)
+
+
 def test_no_thread_is_left_behind():
     assert [t.name for t in threading.enumerate() if not t.daemon and t is not threading.main_thread()] == []
