@@ -18,7 +18,7 @@ from .tasks import Task, file_hash, task_key
 
 SCHEMA = "keel.dist.kv-sweep/1"
 _FN = "keel.dist.kv:replay_task"
-DEFAULT_CAPACITIES = ("500k", "1M", "2M", "3M", "5M", "10M", "20M")
+DEFAULT_CAPACITIES = ("500k", "1M", "2M", "3M", "5M", "7.5M", "10.24M", "15M", "20M")  # keel kv sweep's
 _TIMINGS = ("elapsed_ms", "load_ms")
 
 
