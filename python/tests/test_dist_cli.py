@@ -86,3 +86,46 @@ def test_rand_shards_into_one_file(tmp_path):
                 "--no-progress")
     assert r.returncode == 0, r.stderr
     assert np.load(out).tobytes() == keel.rand.Generator("philox4_32_10", seed=5).normal(4096).tobytes()
+
+
+class _Tty:
+    def __init__(self):
+        self.text = ""
+
+    def isatty(self):
+        return True
+
+    def write(self, s):
+        self.text += s
+
+    def flush(self):
+        pass
+
+
+def test_progress_is_a_bar_on_a_terminal():
+    from keel.dist.progress import Progress
+
+    out = _Tty()
+    bar = Progress("mem advise", stream=out, width=10)
+    bar(5, 10)
+    bar(10, 10)
+    bar.close()
+    assert "\r" in out.text and "[#####.....] 5/10 tasks" in out.text and "[##########] 10/10 tasks" in out.text
+    assert "ETA" in out.text and out.text.endswith("\n")
+
+
+@pytest.mark.parametrize("url", ["serial", "local:2"])
+def test_ctrl_c_cancels_and_says_how_many_finished(url):
+    from keel.dist.tasks import Task
+
+    ts = [Task(f"keel-sleep-cc-{i}", "keel.dist.tasks:sleep", {"seconds": 0.05, "value": i}) for i in range(40)]
+
+    def progress(done, total):
+        if done >= 3:
+            raise KeyboardInterrupt
+
+    with keel.dist.executor(url, timeout=120) as ex:
+        with pytest.raises(keel.dist.Cancelled) as e:
+            ex.run(ts, progress=progress)
+    assert 3 <= e.value.done < 40 and e.value.total == 40
+    assert str(e.value) == f"cancelled: {e.value.done} of 40 tasks had finished"
