@@ -111,9 +111,14 @@ def test_an_unreachable_cluster_is_a_cluster_error_within_the_timeout(scheme):
 
 def test_job_timeout_cancels_and_is_typed():
     ts = [dist_tasks.Task(f"keel-sleep-{i}", "keel.dist.tasks:sleep", {"seconds": 30}) for i in range(4)]
+    import time
+
+    t = time.monotonic()
     with keel.dist.executor("local:2", timeout=1) as ex:
         with pytest.raises(keel.dist.JobTimeout):
             ex.run(ts)
+        assert ex.run(ts[:0] + [dist_tasks.Task("keel-after", "keel.dist.tasks:sleep", {"value": 1})]) == [1]
+    assert time.monotonic() - t < 25  # the running tasks were ended, not waited for
 
 
 # --- Dask: a scheduler and two workers on loopback -------------------------------------------

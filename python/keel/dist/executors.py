@@ -131,6 +131,20 @@ class LocalExecutor(Executor):
     def close(self):
         self._pool.shutdown(wait=True, cancel_futures=True)
 
+    def _abort(self, futures):
+        """Cancels what has not started and ends the processes running the rest: a cancelled
+        job does not wait for its running tasks. The next run() gets a fresh pool."""
+        import concurrent.futures
+        import multiprocessing
+
+        for f in futures:
+            f.cancel()
+        for p in list(getattr(self._pool, "_processes", {}).values()):
+            p.kill()
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        self._pool = concurrent.futures.ProcessPoolExecutor(
+            self.workers, mp_context=multiprocessing.get_context("spawn"))
+
     def _run(self, tasks, progress):
         import concurrent.futures
 
@@ -148,17 +162,14 @@ class LocalExecutor(Executor):
                 self._check(deadline, done, len(tasks))
             return [f.result() for f in futures]
         except concurrent.futures.process.BrokenProcessPool as e:
-            for f in futures:
-                f.cancel()
+            self._abort(futures)
             raise keel.BackendError(f"local: a worker process died ({e}); {done} of {len(tasks)} "
                                     "tasks had finished") from None
         except KeyboardInterrupt:
-            for f in futures:
-                f.cancel()
+            self._abort(futures)
             raise Cancelled(done, len(tasks)) from None
         except JobTimeout:
-            for f in futures:
-                f.cancel()
+            self._abort(futures)
             raise
 
 
