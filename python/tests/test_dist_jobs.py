@@ -89,3 +89,15 @@ def test_kv_sweep_reports_a_bad_trace_by_file(kv_trace, tmp_path):
     doc = dist_kv.sweep([kv_trace, bad], capacities="1M", policies="lru")
     assert [e["file"] for e in doc["errors"]] == [str(bad)] and "\n" not in doc["errors"][0]["error"]
     assert len(doc["traces"]) == 1
+
+
+def test_rand_verify_matrix_is_the_same_serially_and_locally(local):
+    from keel.dist import verify
+
+    kw = dict(generators="philox4_32_10,sobol32", length=600)
+    serial = verify.rand_verify(**kw)
+    if serial["errors"]:
+        pytest.skip(f"rand verify cannot run here: {serial['errors'][0]['error']}")
+    assert [c["generator"] for c in serial["cases"]] == ["philox4_32_10", "sobol32"]
+    assert serial["failed_cases"] == 0 and serial["total_cases"] > 0
+    assert json.dumps(verify.rand_verify(executor=local, **kw)) == json.dumps(serial)

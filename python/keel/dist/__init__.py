@@ -13,7 +13,7 @@ shards by offset). Workers need only `import keel` (Celery: celery -A keel.dist.
 worker). See docs/cluster.md.
 """
 
-from . import kv, mem, rand  # noqa: F401
+from . import kv, mem, rand, verify  # noqa: F401
 from .executors import (  # noqa: F401
     Cancelled,
     CeleryExecutor,
@@ -28,4 +28,4 @@ from .executors import (  # noqa: F401
 from .tasks import Task, task_key  # noqa: F401
 
 __all__ = ["executor", "Executor", "SerialExecutor", "LocalExecutor", "DaskExecutor", "CeleryExecutor",
-           "ClusterError", "JobTimeout", "Cancelled", "Task", "task_key", "mem", "kv", "rand"]
+           "ClusterError", "JobTimeout", "Cancelled", "Task", "task_key", "mem", "kv", "rand", "verify"]

@@ -16,7 +16,7 @@ import importlib
 import json
 from dataclasses import dataclass, field
 
-_ALLOWED = ("keel.dist.mem", "keel.dist.kv", "keel.dist.rand", "keel.dist.tasks")
+_ALLOWED = ("keel.dist.mem", "keel.dist.kv", "keel.dist.rand", "keel.dist.verify", "keel.dist.tasks")
 
 
 @dataclass(frozen=True)
