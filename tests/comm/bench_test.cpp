@@ -3,7 +3,6 @@
 
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <mutex>
 #include <vector>
 
@@ -13,15 +12,6 @@
 
 namespace keel::comm {
 namespace {
-
-using namespace std::chrono_literals;
-
-options quick() {
-  options o;
-  o.timeout = 20s;
-  o.tune = false;
-  return o;
-}
 
 TEST(CommBench, BusBandwidthFactorsAreNcclTests) {
   EXPECT_DOUBLE_EQ(busbw_factor(collective::allreduce, 4), 1.5);
@@ -43,7 +33,7 @@ TEST(CommBench, WalksTheSizesAndChecksEveryColumn) {
     std::mutex mutex;
     std::vector<bench_result> results;
     int rows_seen = 0;
-    const auto errors = test::run_ranks(2, quick(), [&](communicator& c) {
+    const auto errors = test::run_ranks(2, test::quick_options(), [&](communicator& c) {
       bench_result r = run_bench(c, o, [&](const bench_row&) {
         std::lock_guard lock(mutex);
         ++rows_seen;
@@ -72,7 +62,7 @@ TEST(CommBench, WalksTheSizesAndChecksEveryColumn) {
 }
 
 TEST(CommBench, RefusesWhatCannotBeMeasured) {
-  const auto errors = test::run_ranks(1, quick(), [](communicator& c) {
+  const auto errors = test::run_ranks(1, test::quick_options(), [](communicator& c) {
     bench_options o;
     o.coll = collective::barrier;
     EXPECT_THROW(run_bench(c, o), keel::invalid_argument);

@@ -3,22 +3,12 @@
 
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <vector>
 
 #include "rank_threads.hpp"
 
 namespace keel::comm {
 namespace {
-
-using namespace std::chrono_literals;
-
-options quick() {
-  options o;
-  o.timeout = 20s;
-  o.tune = false;
-  return o;
-}
 
 TEST(CommDispatch, BufferShapesFollowTheCollective) {
   EXPECT_EQ(input_count(collective::allreduce, 5, 3), 5u);
@@ -37,7 +27,7 @@ TEST(CommDispatch, BufferShapesFollowTheCollective) {
 
 TEST(CommDispatch, RunsEachCollectiveByItsEnum) {
   constexpr int n = 3;
-  const auto errors = test::run_ranks(n, quick(), [](communicator& c) {
+  const auto errors = test::run_ranks(n, test::quick_options(), [](communicator& c) {
     const int me = c.rank();
     std::vector<std::int32_t> in(n, me + 1), out(n, -1);
     run_collective(c, collective::allreduce, in.data(), out.data(), 1, dtype::i32, reduce_op::sum,

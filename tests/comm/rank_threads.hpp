@@ -1,6 +1,7 @@
 // Test helper: run `size` ranks as threads over one memory_store; collect what each threw.
 #pragma once
 
+#include <chrono>
 #include <exception>
 #include <functional>
 #include <thread>
@@ -9,6 +10,14 @@
 #include "keel/comm/communicator.hpp"
 
 namespace keel::comm::test {
+
+// Options for tests among threads: a 20 s timeout, no tuning measurements.
+inline options quick_options() {
+  options o;
+  o.timeout = std::chrono::seconds(20);
+  o.tune = false;
+  return o;
+}
 
 inline std::vector<std::exception_ptr> run_ranks(int size, const options& opts,
                                                  const std::function<void(communicator&)>& body) {
