@@ -27,12 +27,12 @@ py::object to_python(const nlohmann::json& j) {
     case nlohmann::json::value_t::array: {
       py::list out(j.size());
       for (std::size_t i = 0; i < j.size(); ++i) out[i] = to_python(j[i]);
-      return std::move(out);
+      return out;
     }
     case nlohmann::json::value_t::object: {
       py::dict out;
       for (const auto& [key, value] : j.items()) out[py::str(key)] = to_python(value);
-      return std::move(out);
+      return out;
     }
   }
   return py::none();

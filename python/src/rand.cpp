@@ -62,7 +62,7 @@ class py_generator {
   py::array raw(std::optional<std::int64_t> n, const py::object& out) {
     auto a = output<std::uint32_t>(n, out, "raw");
     run(kr::distribution::raw, a.mutable_data(), static_cast<std::size_t>(a.size()), {});
-    return std::move(a);
+    return a;
   }
   py::array uniform(std::optional<std::int64_t> n, const py::object& dtype, const py::object& out) {
     return real(kr::distribution::uniform, kr::distribution::uniform_double, n, dtype, out, {},
@@ -82,7 +82,7 @@ class py_generator {
     auto a = output<std::uint32_t>(n, out, "poisson");
     run(kr::distribution::poisson, a.mutable_data(), static_cast<std::size_t>(a.size()),
         {0.0, 1.0, lam});
-    return std::move(a);
+    return a;
   }
   const std::string& name() const { return name_; }
 
@@ -96,11 +96,11 @@ class py_generator {
     if (as_double) {
       auto a = output<double>(n, out, what);
       run(twice, a.mutable_data(), static_cast<std::size_t>(a.size()), p);
-      return std::move(a);
+      return a;
     }
     auto a = output<float>(n, out, what);
     run(single, a.mutable_data(), static_cast<std::size_t>(a.size()), p);
-    return std::move(a);
+    return a;
   }
   void run(kr::distribution d, void* data, std::size_t n, kr::dist_params p) {
     kr::status s;
