@@ -55,11 +55,11 @@ lint: configure
 
 FORMATTED = git ls-files '*.cpp' '*.hpp' '*.h' '*.inc' '*.cu' '*.cuh'
 
-format:
+format: deps
 	$(FORMATTED) | xargs clang-format -i
 
 # CI: fails, naming the files, when any tracked source differs from .clang-format's layout.
-format-check:
+format-check: deps
 	$(FORMATTED) | xargs clang-format --dry-run -Werror
 
 clean:
