@@ -152,24 +152,21 @@ snapshot_diff compare_snapshots(const snapshot& a, const snapshot& b,
   diff.category_a = sa.category_bytes;
   diff.category_b = sb.category_bytes;
   std::map<std::pair<std::string, memory_category>, site_change> rows;
-  for (const callsite& c : sa.sites) {
-    site_change& r = rows[{c.site, c.category}];
-    r.site = c.site;
-    r.module = c.module;
-    r.category = c.category;
-    r.bytes_a = c.bytes;
-    r.count_a = c.count;
-    r.frames = c.frames;
-  }
-  for (const callsite& c : sb.sites) {
-    site_change& r = rows[{c.site, c.category}];
-    r.site = c.site;
-    r.module = c.module;
-    r.category = c.category;
-    r.bytes_b = c.bytes;
-    r.count_b = c.count;
-    r.frames = c.frames;
-  }
+  // One row per (site, category) of either side; each side fills its own bytes and count.
+  const auto add_side = [&rows](const callsite_summary& side, std::uint64_t site_change::*bytes,
+                                std::uint64_t site_change::*count) {
+    for (const callsite& c : side.sites) {
+      site_change& r = rows[{c.site, c.category}];
+      r.site = c.site;
+      r.module = c.module;
+      r.category = c.category;
+      r.*bytes = c.bytes;
+      r.*count = c.count;
+      r.frames = c.frames;
+    }
+  };
+  add_side(sa, &site_change::bytes_a, &site_change::count_a);
+  add_side(sb, &site_change::bytes_b, &site_change::count_b);
   for (auto& [key, r] : rows) {
     if (r.bytes_a == r.bytes_b && r.count_a == r.count_b) {
       ++diff.sites_unchanged;
