@@ -1,4 +1,5 @@
 #include "keel/core/log.hpp"
+#include "keel/core/enum_names.hpp"
 
 #include <atomic>
 #include <cctype>
@@ -29,29 +30,19 @@ int level_from_environment() {
 
 }  // namespace
 
-log_level parse_log_level(std::string_view name) {
-  std::string lower;
-  for (char c : name)
-    lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
-  for (int l = 0; l <= static_cast<int>(log_level::off); ++l) {
-    if (lower == to_string(static_cast<log_level>(l))) return static_cast<log_level>(l);
-  }
-  if (lower == "warning") return log_level::warn;
-  throw invalid_argument(
-      fmt::format("unknown log level '{}': expected trace, debug, info, warn, error or off", name));
-}
+namespace {
+constexpr enum_entry<log_level> k_log_level_entries[] = {
+    {log_level::trace, "trace"},  {log_level::debug, "debug"}, {log_level::info, "info"},
+    {log_level::warn, "warn"},    {log_level::error, "error"}, {log_level::off, "off"},
+    {log_level::warn, "warning"},
+};
+constexpr enum_names<log_level> k_log_level_names{"log level", k_log_level_entries,
+                                                  name_case::ignore, "off"};
+}  // namespace
 
-std::string_view to_string(log_level level) noexcept {
-  switch (level) {
-    case log_level::trace: return "trace";
-    case log_level::debug: return "debug";
-    case log_level::info: return "info";
-    case log_level::warn: return "warn";
-    case log_level::error: return "error";
-    case log_level::off: return "off";
-  }
-  return "off";
-}
+std::string_view to_string(log_level level) noexcept { return k_log_level_names.name(level); }
+
+log_level parse_log_level(std::string_view name) { return k_log_level_names.parse(name); }
 
 log_level current_log_level() noexcept {
   int level = g_level.load(std::memory_order_relaxed);

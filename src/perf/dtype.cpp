@@ -1,11 +1,7 @@
 #include "keel/perf/dtype.hpp"
+#include "keel/core/enum_names.hpp"
 
 #include "keel/core/error.hpp"
-
-#include <algorithm>
-#include <array>
-#include <cctype>
-#include <utility>
 
 namespace keel::perf {
 
@@ -23,49 +19,21 @@ double bytes_of(dtype t) noexcept {
   return 4;
 }
 
-std::string_view name_of(dtype t) noexcept {
-  switch (t) {
-    case dtype::fp64: return "fp64";
-    case dtype::fp32: return "fp32";
-    case dtype::tf32: return "tf32";
-    case dtype::fp16: return "fp16";
-    case dtype::bf16: return "bf16";
-    case dtype::fp8: return "fp8";
-    case dtype::int8: return "int8";
-    case dtype::fp4: return "fp4";
-  }
-  return "fp32";
-}
+namespace {
+// The canonical names first, then the spellings PyTorch, NumPy and vendor sheets use.
+constexpr enum_entry<dtype> k_dtype_entries[] = {
+    {dtype::fp64, "fp64"},    {dtype::fp32, "fp32"},    {dtype::tf32, "tf32"},
+    {dtype::fp16, "fp16"},    {dtype::bf16, "bf16"},    {dtype::fp8, "fp8"},
+    {dtype::int8, "int8"},    {dtype::fp4, "fp4"},      {dtype::fp64, "float64"},
+    {dtype::fp64, "double"},  {dtype::fp32, "float32"}, {dtype::fp32, "float"},
+    {dtype::fp16, "float16"}, {dtype::fp16, "half"},    {dtype::bf16, "bfloat16"},
+    {dtype::fp8, "e4m3"},     {dtype::fp8, "e5m2"},     {dtype::fp4, "nvfp4"},
+};
+constexpr enum_names<dtype> k_dtype_names{"dtype", k_dtype_entries, name_case::ignore, "fp32"};
+}  // namespace
 
-dtype parse_dtype(std::string_view text) {
-  std::string lower(text);
-  std::transform(lower.begin(), lower.end(), lower.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  static constexpr std::array<std::pair<std::string_view, dtype>, 18> k_names{{
-      {"fp64", dtype::fp64},
-      {"float64", dtype::fp64},
-      {"double", dtype::fp64},
-      {"fp32", dtype::fp32},
-      {"float32", dtype::fp32},
-      {"float", dtype::fp32},
-      {"tf32", dtype::tf32},
-      {"fp16", dtype::fp16},
-      {"float16", dtype::fp16},
-      {"half", dtype::fp16},
-      {"bf16", dtype::bf16},
-      {"bfloat16", dtype::bf16},
-      {"fp8", dtype::fp8},
-      {"e4m3", dtype::fp8},
-      {"e5m2", dtype::fp8},
-      {"int8", dtype::int8},
-      {"fp4", dtype::fp4},
-      {"nvfp4", dtype::fp4},
-  }};
-  for (const auto& [name, t] : k_names) {
-    if (lower == name) return t;
-  }
-  throw invalid_argument("unknown dtype '" + std::string(text) +
-                         "' (expected fp64, fp32, tf32, fp16, bf16, fp8, int8 or fp4)");
-}
+std::string_view name_of(dtype t) noexcept { return k_dtype_names.name(t); }
+
+dtype parse_dtype(std::string_view text) { return k_dtype_names.parse(text); }
 
 }  // namespace keel::perf

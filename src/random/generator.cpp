@@ -1,4 +1,5 @@
 #include "keel/random/generator.hpp"
+#include "keel/core/enum_names.hpp"
 
 #include <algorithm>
 #include <thread>
@@ -142,52 +143,75 @@ const char* simd_level() noexcept {
   }
 }
 
-std::string_view to_string(status s) noexcept {
-  switch (s) {
-    case status::success: return "CURAND_STATUS_SUCCESS";
-    case status::version_mismatch: return "CURAND_STATUS_VERSION_MISMATCH";
-    case status::not_initialized: return "CURAND_STATUS_NOT_INITIALIZED";
-    case status::allocation_failed: return "CURAND_STATUS_ALLOCATION_FAILED";
-    case status::type_error: return "CURAND_STATUS_TYPE_ERROR";
-    case status::out_of_range: return "CURAND_STATUS_OUT_OF_RANGE";
-    case status::length_not_multiple: return "CURAND_STATUS_LENGTH_NOT_MULTIPLE";
-    case status::double_precision_required: return "CURAND_STATUS_DOUBLE_PRECISION_REQUIRED";
-    case status::launch_failure: return "CURAND_STATUS_LAUNCH_FAILURE";
-    case status::preexisting_failure: return "CURAND_STATUS_PREEXISTING_FAILURE";
-    case status::initialization_failed: return "CURAND_STATUS_INITIALIZATION_FAILED";
-    case status::arch_mismatch: return "CURAND_STATUS_ARCH_MISMATCH";
-    case status::internal_error: return "CURAND_STATUS_INTERNAL_ERROR";
-  }
-  return "unknown status";
-}
+namespace {
+constexpr enum_entry<status> k_status_entries[] = {
+    {status::success, "CURAND_STATUS_SUCCESS"},
+    {status::version_mismatch, "CURAND_STATUS_VERSION_MISMATCH"},
+    {status::not_initialized, "CURAND_STATUS_NOT_INITIALIZED"},
+    {status::allocation_failed, "CURAND_STATUS_ALLOCATION_FAILED"},
+    {status::type_error, "CURAND_STATUS_TYPE_ERROR"},
+    {status::out_of_range, "CURAND_STATUS_OUT_OF_RANGE"},
+    {status::length_not_multiple, "CURAND_STATUS_LENGTH_NOT_MULTIPLE"},
+    {status::double_precision_required, "CURAND_STATUS_DOUBLE_PRECISION_REQUIRED"},
+    {status::launch_failure, "CURAND_STATUS_LAUNCH_FAILURE"},
+    {status::preexisting_failure, "CURAND_STATUS_PREEXISTING_FAILURE"},
+    {status::initialization_failed, "CURAND_STATUS_INITIALIZATION_FAILED"},
+    {status::arch_mismatch, "CURAND_STATUS_ARCH_MISMATCH"},
+    {status::internal_error, "CURAND_STATUS_INTERNAL_ERROR"},
+};
+constexpr enum_names<status> k_status_names{"status", k_status_entries, name_case::exact,
+                                            "unknown status"};
+}  // namespace
 
-std::string_view to_string(rng_type t) noexcept {
-  switch (t) {
-    case rng_type::pseudo_default: return "pseudo_default";
-    case rng_type::xorwow: return "xorwow";
-    case rng_type::mrg32k3a: return "mrg32k3a";
-    case rng_type::mtgp32: return "mtgp32";
-    case rng_type::mt19937: return "mt19937";
-    case rng_type::philox4_32_10: return "philox4_32_10";
-    case rng_type::quasi_default: return "quasi_default";
-    case rng_type::sobol32: return "sobol32";
-    case rng_type::scrambled_sobol32: return "scrambled_sobol32";
-    case rng_type::sobol64: return "sobol64";
-    case rng_type::scrambled_sobol64: return "scrambled_sobol64";
-  }
-  return "unknown";
-}
+std::string_view to_string(status s) noexcept { return k_status_names.name(s); }
 
-std::string_view to_string(ordering o) noexcept {
-  switch (o) {
-    case ordering::pseudo_best: return "best";
-    case ordering::pseudo_default: return "default";
-    case ordering::pseudo_seeded: return "seeded";
-    case ordering::pseudo_legacy: return "legacy";
-    case ordering::pseudo_dynamic: return "dynamic";
-    case ordering::quasi_default: return "quasi_default";
-  }
-  return "unknown";
-}
+namespace {
+constexpr enum_entry<rng_type> k_rng_type_entries[] = {
+    {rng_type::pseudo_default, "pseudo_default"},
+    {rng_type::xorwow, "xorwow"},
+    {rng_type::mrg32k3a, "mrg32k3a"},
+    {rng_type::mtgp32, "mtgp32"},
+    {rng_type::mt19937, "mt19937"},
+    {rng_type::philox4_32_10, "philox4_32_10"},
+    {rng_type::quasi_default, "quasi_default"},
+    {rng_type::sobol32, "sobol32"},
+    {rng_type::scrambled_sobol32, "scrambled_sobol32"},
+    {rng_type::sobol64, "sobol64"},
+    {rng_type::scrambled_sobol64, "scrambled_sobol64"},
+};
+constexpr enum_names<rng_type> k_rng_type_names{"rng type", k_rng_type_entries, name_case::exact,
+                                                "unknown"};
+}  // namespace
+
+std::string_view to_string(rng_type t) noexcept { return k_rng_type_names.name(t); }
+
+namespace {
+constexpr enum_entry<ordering> k_ordering_entries[] = {
+    {ordering::pseudo_best, "best"},       {ordering::pseudo_default, "default"},
+    {ordering::pseudo_seeded, "seeded"},   {ordering::pseudo_legacy, "legacy"},
+    {ordering::pseudo_dynamic, "dynamic"}, {ordering::quasi_default, "quasi_default"},
+};
+constexpr enum_names<ordering> k_ordering_names{"ordering", k_ordering_entries, name_case::exact,
+                                                "unknown"};
+}  // namespace
+
+std::string_view to_string(ordering o) noexcept { return k_ordering_names.name(o); }
+
+ordering parse_ordering(std::string_view name) { return k_ordering_names.parse(name); }
+
+namespace {
+constexpr enum_entry<rng_type> k_generator_entries[] = {
+    {rng_type::philox4_32_10, "philox4_32_10"},
+    {rng_type::xorwow, "xorwow"},
+    {rng_type::mrg32k3a, "mrg32k3a"},
+    {rng_type::mtgp32, "mtgp32"},
+    {rng_type::mt19937, "mt19937"},
+    {rng_type::sobol32, "sobol32"},
+    {rng_type::scrambled_sobol32, "scrambled_sobol32"},
+};
+constexpr enum_names<rng_type> k_generator_names{"generator", k_generator_entries};
+}  // namespace
+
+rng_type parse_rng_type(std::string_view name) { return k_generator_names.parse(name); }
 
 }  // namespace keel::random

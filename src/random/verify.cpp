@@ -1,4 +1,5 @@
 #include "keel/random/verify.hpp"
+#include "keel/core/enum_names.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -17,46 +18,24 @@
 
 namespace keel::random {
 
-std::string_view to_string(distribution d) noexcept {
-  switch (d) {
-    case distribution::raw: return "raw";
-    case distribution::uniform: return "uniform";
-    case distribution::uniform_double: return "uniform-double";
-    case distribution::normal: return "normal";
-    case distribution::normal_double: return "normal-double";
-    case distribution::log_normal: return "log-normal";
-    case distribution::log_normal_double: return "log-normal-double";
-    case distribution::poisson: return "poisson";
-  }
-  return "unknown";
-}
+namespace {
+constexpr enum_entry<distribution> k_distribution_entries[] = {
+    {distribution::raw, "raw"},
+    {distribution::uniform, "uniform"},
+    {distribution::uniform_double, "uniform-double"},
+    {distribution::normal, "normal"},
+    {distribution::normal_double, "normal-double"},
+    {distribution::log_normal, "log-normal"},
+    {distribution::log_normal_double, "log-normal-double"},
+    {distribution::poisson, "poisson"},
+};
+constexpr enum_names<distribution> k_distribution_names{"distribution", k_distribution_entries,
+                                                        name_case::exact, "unknown"};
+}  // namespace
 
-distribution parse_distribution(std::string_view name) {
-  for (auto d : {distribution::raw, distribution::uniform, distribution::uniform_double,
-                 distribution::normal, distribution::normal_double, distribution::log_normal,
-                 distribution::log_normal_double, distribution::poisson})
-    if (name == to_string(d)) return d;
-  throw invalid_argument("unknown distribution '" + std::string(name) +
-                         "' (raw, uniform, uniform-double, normal, normal-double, log-normal, "
-                         "log-normal-double, poisson)");
-}
+std::string_view to_string(distribution d) noexcept { return k_distribution_names.name(d); }
 
-rng_type parse_rng_type(std::string_view name) {
-  for (auto t : {rng_type::philox4_32_10, rng_type::xorwow, rng_type::mrg32k3a, rng_type::mtgp32,
-                 rng_type::mt19937, rng_type::sobol32, rng_type::scrambled_sobol32})
-    if (name == to_string(t)) return t;
-  throw invalid_argument(
-      "unknown generator '" + std::string(name) +
-      "' (philox4_32_10, xorwow, mrg32k3a, mtgp32, mt19937, sobol32, scrambled_sobol32)");
-}
-
-ordering parse_ordering(std::string_view name) {
-  for (auto o : {ordering::pseudo_default, ordering::pseudo_best, ordering::pseudo_legacy,
-                 ordering::pseudo_seeded, ordering::pseudo_dynamic, ordering::quasi_default})
-    if (name == to_string(o)) return o;
-  throw invalid_argument("unknown ordering '" + std::string(name) +
-                         "' (default, best, legacy, seeded, dynamic, quasi_default)");
-}
+distribution parse_distribution(std::string_view name) { return k_distribution_names.parse(name); }
 
 std::size_t value_size(distribution d) noexcept {
   switch (d) {

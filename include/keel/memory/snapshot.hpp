@@ -150,6 +150,9 @@ struct snapshot {
 
 std::string_view to_string(trace_action action) noexcept;
 std::string_view to_string(block_state state) noexcept;
+// The action a trace entry's name means (to_string's names, and "annotate" for user_defined);
+// nullopt for a name PyTorch does not write.
+std::optional<trace_action> trace_action_named(std::string_view name) noexcept;
 
 // Reads a snapshot file, pickle or JSON (told apart by content), through read_input_file
 // (keel/core/input_file.hpp: a regular file only, at most KEEL_MAX_INPUT_BYTES). Throws

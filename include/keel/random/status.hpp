@@ -54,5 +54,11 @@ constexpr bool is_quasi(rng_type t) noexcept {
 std::string_view to_string(status s) noexcept;
 std::string_view to_string(rng_type t) noexcept;
 std::string_view to_string(ordering o) noexcept;
+// The generators keel implements, by to_string's names: philox4_32_10, xorwow, mrg32k3a, mtgp32,
+// mt19937, sobol32, scrambled_sobol32. Throws keel::invalid_argument for any other name.
+rng_type parse_rng_type(std::string_view name);
+// to_string's names: default, best, legacy, seeded, dynamic, quasi_default. Throws
+// keel::invalid_argument otherwise.
+ordering parse_ordering(std::string_view name);
 
 }  // namespace keel::random

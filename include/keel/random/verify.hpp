@@ -33,10 +33,6 @@ std::string_view to_string(distribution d) noexcept;
 // Parses the CLI names: raw, uniform, uniform-double, normal, normal-double, log-normal,
 // log-normal-double, poisson. Throws keel::invalid_argument otherwise.
 distribution parse_distribution(std::string_view name);
-// philox4_32_10, xorwow, mrg32k3a, mtgp32, mt19937, sobol32, scrambled_sobol32.
-rng_type parse_rng_type(std::string_view name);
-// default, best, legacy, seeded, dynamic.
-ordering parse_ordering(std::string_view name);
 // Bytes per value of a distribution's output (4 or 8).
 std::size_t value_size(distribution d) noexcept;
 

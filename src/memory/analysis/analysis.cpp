@@ -1,4 +1,5 @@
 #include "keel/memory/analysis.hpp"
+#include "keel/core/enum_names.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -185,11 +186,14 @@ parsed_allocator_config settings_for(const trace_model& model, std::string_view 
   return out;
 }
 
+namespace {
+constexpr enum_entry<callsite_grouping> k_grouping_entries[] = {
+    {callsite_grouping::site, "site"}, {callsite_grouping::module, "module"}};
+constexpr enum_names<callsite_grouping> k_grouping_names{"--sites-by grouping", k_grouping_entries};
+}  // namespace
+
 callsite_grouping parse_callsite_grouping(std::string_view text) {
-  if (text == "site") return callsite_grouping::site;
-  if (text == "module") return callsite_grouping::module;
-  throw invalid_argument(
-      fmt::format("--sites-by: unknown grouping '{}': expected site or module", text));
+  return k_grouping_names.parse(text);
 }
 
 std::vector<int> devices_to_analyze(const snapshot& snap, std::optional<int> device) {

@@ -1,5 +1,6 @@
 // Call-site attribution of live allocations: the rules are in include/keel/memory/callsites.hpp.
 #include "keel/memory/callsites.hpp"
+#include "keel/core/enum_names.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -200,19 +201,24 @@ attribution attribute_facts(const frame_stack& frames, const std::vector<frame_f
 
 }  // namespace
 
+namespace {
+constexpr enum_entry<memory_category> k_memory_category_entries[] = {
+    {memory_category::parameter, "parameter"},
+    {memory_category::optimizer_state, "optimizer_state"},
+    {memory_category::activation, "activation"},
+    {memory_category::gradient, "gradient"},
+    {memory_category::autograd_detail, "autograd_detail"},
+    {memory_category::temporary, "temporary"},
+    {memory_category::input, "input"},
+    {memory_category::kv_cache, "kv_cache"},
+    {memory_category::unknown, "unknown"},
+};
+constexpr enum_names<memory_category> k_memory_category_names{
+    "memory category", k_memory_category_entries, name_case::exact, "unknown"};
+}  // namespace
+
 std::string_view to_string(memory_category category) noexcept {
-  switch (category) {
-    case memory_category::parameter: return "parameter";
-    case memory_category::optimizer_state: return "optimizer_state";
-    case memory_category::activation: return "activation";
-    case memory_category::gradient: return "gradient";
-    case memory_category::autograd_detail: return "autograd_detail";
-    case memory_category::temporary: return "temporary";
-    case memory_category::input: return "input";
-    case memory_category::kv_cache: return "kv_cache";
-    case memory_category::unknown: return "unknown";
-  }
-  return "unknown";
+  return k_memory_category_names.name(category);
 }
 
 std::vector<live_allocation> live_allocations(const snapshot& s, int device) {

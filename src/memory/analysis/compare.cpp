@@ -1,5 +1,6 @@
 // What changed between two snapshots: include/keel/memory/compare.hpp.
 #include "keel/memory/compare.hpp"
+#include "keel/core/enum_names.hpp"
 
 #include <fmt/format.h>
 
@@ -90,23 +91,31 @@ nlohmann::json totals_json(const device_totals& t) {
 
 }  // namespace
 
-std::string_view to_string(change_kind kind) noexcept {
-  switch (kind) {
-    case change_kind::added: return "added";
-    case change_kind::grown: return "grown";
-    case change_kind::shrunk: return "shrunk";
-    case change_kind::removed: return "removed";
-  }
-  return "grown";
-}
+namespace {
+constexpr enum_entry<change_kind> k_change_kind_entries[] = {
+    {change_kind::added, "added"},
+    {change_kind::grown, "grown"},
+    {change_kind::shrunk, "shrunk"},
+    {change_kind::removed, "removed"},
+};
+constexpr enum_names<change_kind> k_change_kind_names{"change kind", k_change_kind_entries,
+                                                      name_case::exact, "grown"};
+}  // namespace
+
+std::string_view to_string(change_kind kind) noexcept { return k_change_kind_names.name(kind); }
+
+namespace {
+constexpr enum_entry<segment_change_kind> k_segment_change_kind_entries[] = {
+    {segment_change_kind::only_a, "only_a"},
+    {segment_change_kind::only_b, "only_b"},
+    {segment_change_kind::resized, "resized"},
+};
+constexpr enum_names<segment_change_kind> k_segment_change_kind_names{
+    "segment change kind", k_segment_change_kind_entries, name_case::exact, "only_a"};
+}  // namespace
 
 std::string_view to_string(segment_change_kind kind) noexcept {
-  switch (kind) {
-    case segment_change_kind::only_a: return "only_a";
-    case segment_change_kind::only_b: return "only_b";
-    case segment_change_kind::resized: return "resized";
-  }
-  return "only_a";
+  return k_segment_change_kind_names.name(kind);
 }
 
 device_totals totals_of(const snapshot& s, int device) {

@@ -1,4 +1,5 @@
 #include "keel/memory/explain.hpp"
+#include "keel/core/enum_names.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -209,15 +210,18 @@ oom_explanation explain_state_only(const snapshot& snap, const trace_model& mode
 
 }  // namespace
 
-std::string_view to_string(oom_class c) noexcept {
-  switch (c) {
-    case oom_class::not_fragmentation: return "not_fragmentation";
-    case oom_class::pending_frees: return "pending_frees";
-    case oom_class::caching: return "caching";
-    case oom_class::fragmentation: return "fragmentation";
-  }
-  return "unknown";
-}
+namespace {
+constexpr enum_entry<oom_class> k_oom_class_entries[] = {
+    {oom_class::not_fragmentation, "not_fragmentation"},
+    {oom_class::pending_frees, "pending_frees"},
+    {oom_class::caching, "caching"},
+    {oom_class::fragmentation, "fragmentation"},
+};
+constexpr enum_names<oom_class> k_oom_class_names{"oom class", k_oom_class_entries,
+                                                  name_case::exact, "unknown"};
+}  // namespace
+
+std::string_view to_string(oom_class c) noexcept { return k_oom_class_names.name(c); }
 
 oom_explanation explain_oom(const snapshot& snap, const trace_model& model,
                             std::optional<std::uint64_t> capacity, const callsite_options& sites) {

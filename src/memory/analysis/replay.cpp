@@ -1,4 +1,5 @@
 #include "keel/memory/replay.hpp"
+#include "keel/core/enum_names.hpp"
 
 #include <fmt/format.h>
 
@@ -217,9 +218,15 @@ void compare_segments(fidelity_report& f, const trace_model& model,
 
 }  // namespace
 
-std::string_view to_string(start_mode mode) noexcept {
-  return mode == start_mode::window ? "window" : "fresh";
-}
+namespace {
+constexpr enum_entry<start_mode> k_start_entries[] = {{start_mode::window, "window"},
+                                                      {start_mode::fresh, "fresh"},
+                                                      {start_mode::window, "layout"},
+                                                      {start_mode::fresh, "live"}};
+constexpr enum_names<start_mode> k_start_names{"start", k_start_entries};
+}  // namespace
+
+std::string_view to_string(start_mode mode) noexcept { return k_start_names.name(mode); }
 
 std::string_view describe(start_mode mode) noexcept {
   return mode == start_mode::window
@@ -227,11 +234,7 @@ std::string_view describe(start_mode mode) noexcept {
              : "a fresh process (the live blocks only: what a restart with this setting would do)";
 }
 
-start_mode parse_start_mode(std::string_view text) {
-  if (text == "window" || text == "layout") return start_mode::window;
-  if (text == "fresh" || text == "live") return start_mode::fresh;
-  throw invalid_argument(fmt::format("unknown start '{}': expected window or fresh", text));
-}
+start_mode parse_start_mode(std::string_view text) { return k_start_names.parse(text); }
 
 bool fidelity_report::exact() const noexcept {
   return matched == recorded_segments && replayed_segments == recorded_segments &&

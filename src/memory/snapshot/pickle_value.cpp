@@ -5,26 +5,23 @@
 #include <algorithm>
 #include <memory>
 
+#include "keel/core/enum_names.hpp"
 #include "keel/core/error.hpp"
 #include "keel/memory/pickle.hpp"
 #include "pickle_tree.hpp"
 
 namespace keel::memory::pickle {
 
-std::string_view to_string(kind k) noexcept {
-  switch (k) {
-    case kind::none: return "None";
-    case kind::boolean: return "bool";
-    case kind::integer: return "int";
-    case kind::floating: return "float";
-    case kind::string: return "str";
-    case kind::bytes: return "bytes";
-    case kind::list: return "list";
-    case kind::tuple: return "tuple";
-    case kind::dict: return "dict";
-  }
-  return "?";
-}
+namespace {
+constexpr enum_entry<kind> k_kind_entries[] = {
+    {kind::none, "None"},      {kind::boolean, "bool"}, {kind::integer, "int"},
+    {kind::floating, "float"}, {kind::string, "str"},   {kind::bytes, "bytes"},
+    {kind::list, "list"},      {kind::tuple, "tuple"},  {kind::dict, "dict"},
+};
+constexpr enum_names<kind> k_kind_names{"kind", k_kind_entries, name_case::exact, "?"};
+}  // namespace
+
+std::string_view to_string(kind k) noexcept { return k_kind_names.name(k); }
 
 // ---------------------------------------------------------------------------------------
 // value

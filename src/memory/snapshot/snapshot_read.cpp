@@ -351,23 +351,9 @@ class converter {
     trace_entry e;
     const value action = required(v, "action");
     const auto a = str(action, "action");
-    static constexpr std::pair<std::string_view, trace_action> k_actions[] = {
-        {"alloc", trace_action::alloc},
-        {"free_requested", trace_action::free_requested},
-        {"free_completed", trace_action::free_completed},
-        {"segment_alloc", trace_action::segment_alloc},
-        {"segment_free", trace_action::segment_free},
-        {"segment_map", trace_action::segment_map},
-        {"segment_unmap", trace_action::segment_unmap},
-        {"oom", trace_action::oom},
-        {"snapshot", trace_action::snapshot},
-        {"user_defined", trace_action::annotate},
-        {"annotate", trace_action::annotate},
-    };
-    const auto* found = std::find_if(std::begin(k_actions), std::end(k_actions),
-                                     [&](const auto& p) { return p.first == a; });
-    if (found == std::end(k_actions)) fail(action, fmt::format("unknown trace action '{}'", a));
-    e.action = found->second;
+    const std::optional<trace_action> named = trace_action_named(a);
+    if (!named) fail(action, fmt::format("unknown trace action '{}'", a));
+    e.action = *named;
     if (e.action == trace_action::oom) {
       // PyTorch writes the driver's free bytes as device_free in place of addr.
       e.device_free = present(v, "device_free") ? size(v, "device_free") : size(v, "addr");
