@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "keel/memory/callsites.hpp"
+#include "keel/memory/pool_summary.hpp"
 #include "keel/memory/snapshot.hpp"
 #include "keel/memory/trace_model.hpp"
 
@@ -34,16 +35,6 @@ namespace keel::memory {
 
 enum class oom_class { not_fragmentation, pending_frees, caching, fragmentation };
 std::string_view to_string(oom_class c) noexcept;
-
-struct pool_summary {
-  bool small = false;
-  std::size_t segments = 0;
-  std::uint64_t reserved = 0;
-  std::uint64_t allocated = 0;
-  std::uint64_t free = 0;
-  std::uint64_t largest_free = 0;
-  std::vector<std::uint64_t> free_fragments;  // largest first
-};
 
 struct oom_explanation {
   int device = 0;

@@ -1,6 +1,6 @@
 // The out-of-memory explanation: PyTorch's message, then where the reserved but unallocated
-// memory is (free fragments per pool, blocks waiting for other streams) and which setting
-// would have served the request from the current state.
+// memory is (each pool described as `keel mem explain` describes it, blocks waiting for other
+// streams) and which setting would have served the request from the current state.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -8,6 +8,7 @@
 
 #include "allocator_impl.hpp"
 #include "keel/core/bytes.hpp"
+#include "keel/memory/pool_summary.hpp"
 
 namespace keel::memory {
 
@@ -35,11 +36,14 @@ std::string caching_allocator::impl::out_of_memory_message(const alloc_params& p
   std::size_t whole_pages_2m = 0;   // free bytes in whole 2 MiB pages (keel's recycling)
   std::size_t whole_pages_20m = 0;  // ... in whole 20 MiB pages (PyTorch's expandable pages)
   for (const block_pool* pool : {&large_, &small_}) {
-    std::vector<std::size_t> sizes;
-    std::size_t free_total = 0;
+    const std::size_t which = pool->is_small ? k_small_pool : k_large_pool;
+    pool_summary summary;
+    summary.small = pool->is_small;
+    summary.segments = static_cast<std::size_t>(stats.segment[which].current);
+    summary.reserved = static_cast<std::uint64_t>(stats.reserved_bytes[which].current);
+    summary.allocated = static_cast<std::uint64_t>(stats.allocated_bytes[which].current);
     for (const block* b : pool->blocks) {
-      sizes.push_back(b->size);
-      free_total += b->size;
+      add_free_fragment(summary, b->size);
       for (std::size_t page : {k_small_buffer, k_large_buffer}) {
         const std::uint64_t origin =
             b->expandable != nullptr ? b->expandable->base() : segment_start(b);
@@ -49,21 +53,7 @@ std::string caching_allocator::impl::out_of_memory_message(const alloc_params& p
         (page == k_small_buffer ? whole_pages_2m : whole_pages_20m) += whole;
       }
     }
-    if (sizes.empty()) {
-      message +=
-          fmt::format(" {} pool: no free cached blocks.", pool->is_small ? "Small" : "Large");
-      continue;
-    }
-    std::sort(sizes.rbegin(), sizes.rend());
-    std::string list;
-    for (std::size_t i = 0; i < sizes.size() && i < 6; ++i) {
-      list += (i ? ", " : "") + format_size(sizes[i]);
-    }
-    if (sizes.size() > 6) list += fmt::format(", and {} more", sizes.size() - 6);
-    message +=
-        fmt::format(" {} pool: {} free in {} fragment{} (largest {}: {}).",
-                    pool->is_small ? "Small" : "Large", format_size(free_total), sizes.size(),
-                    sizes.size() == 1 ? "" : "s", format_size(sizes.front()), list);
+    message += " " + describe(summary);
   }
   std::size_t pending = 0;
   events_.for_each_waiting([&](const block* b) { pending += b->size; });

@@ -28,28 +28,10 @@ pool_summary summarize(const snapshot& state, int device, bool small) {
     p.reserved += seg.total_size;
     p.allocated += seg.allocated_size;
     for (const snapshot_block& b : seg.blocks) {
-      if (b.state != block_state::inactive) continue;
-      p.free += b.size;
-      p.free_fragments.push_back(b.size);
+      if (b.state == block_state::inactive) add_free_fragment(p, b.size);
     }
   }
-  std::sort(p.free_fragments.rbegin(), p.free_fragments.rend());
-  if (!p.free_fragments.empty()) p.largest_free = p.free_fragments.front();
   return p;
-}
-
-std::string describe(const pool_summary& p) {
-  if (p.segments == 0) return fmt::format("{} pool: empty.", p.small ? "Small" : "Large");
-  std::string list;
-  for (std::size_t i = 0; i < p.free_fragments.size() && i < 6; ++i) {
-    list += (i ? ", " : "") + format_size(p.free_fragments[i]);
-  }
-  if (p.free_fragments.size() > 6) list += fmt::format(" and {} more", p.free_fragments.size() - 6);
-  return fmt::format(
-      "{} pool: {} segment{}, {} reserved, {} allocated, {} free in {} fragment{}{}.",
-      p.small ? "Small" : "Large", p.segments, p.segments == 1 ? "" : "s", format_size(p.reserved),
-      format_size(p.allocated), format_size(p.free), p.free_fragments.size(),
-      p.free_fragments.size() == 1 ? "" : "s", list.empty() ? "" : " (" + list + ")");
 }
 
 std::string sites_text(const callsite_summary& s) {
