@@ -2,34 +2,65 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <cctype>
 #include <cstring>
-#include <string>
 
-#include "keel/core/error.hpp"
+#include "keel/core/enum_names.hpp"
 
 namespace keel::comm {
 namespace {
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
+// Each table: the canonical names first (to_string's), then the accepted spellings. Names are
+// matched ignoring case.
+using dt = dtype;
+constexpr enum_entry<dtype> k_dtype_entries[] = {
+    {dt::f32, "float"},   {dt::f64, "double"}, {dt::f16, "half"},    {dt::bf16, "bfloat16"},
+    {dt::i32, "int32"},   {dt::i64, "int64"},  {dt::u8, "uint8"},    {dt::f32, "f32"},
+    {dt::f32, "float32"}, {dt::f64, "f64"},    {dt::f64, "float64"}, {dt::f16, "f16"},
+    {dt::f16, "float16"}, {dt::bf16, "bf16"},  {dt::i32, "i32"},     {dt::i32, "int"},
+    {dt::i64, "i64"},     {dt::u8, "u8"}};
+constexpr enum_names<dtype> k_dtype_names{"dtype", k_dtype_entries, name_case::ignore, "?"};
+constexpr enum_entry<dtype> k_dtype_short_entries[] = {
+    {dt::f32, "f32"}, {dt::f64, "f64"}, {dt::f16, "f16"}, {dt::bf16, "bf16"},
+    {dt::i32, "i32"}, {dt::i64, "i64"}, {dt::u8, "u8"}};
+constexpr enum_names<dtype> k_dtype_short_names{"dtype", k_dtype_short_entries, name_case::ignore,
+                                                "?"};
 
-template <class T, std::size_t N>
-T parse_from(std::string_view what, std::string_view name,
-             const std::pair<std::string_view, T> (&table)[N]) {
-  const std::string key = lower(name);
-  std::string valid;
-  for (const auto& [n, v] : table) {
-    if (key == n) return v;
-    if (!valid.empty()) valid += ", ";
-    valid += n;
-  }
-  throw keel::invalid_argument(fmt::format("unknown {} '{}' (valid: {})", what, name, valid));
-}
+constexpr enum_entry<reduce_op> k_reduce_entries[] = {{reduce_op::sum, "sum"},
+                                                      {reduce_op::prod, "prod"},
+                                                      {reduce_op::min, "min"},
+                                                      {reduce_op::max, "max"},
+                                                      {reduce_op::avg, "avg"}};
+constexpr enum_names<reduce_op> k_reduce_names{"reduction", k_reduce_entries, name_case::ignore,
+                                               "?"};
+
+constexpr enum_entry<collective> k_collective_entries[] = {
+    {collective::allreduce, "allreduce"},
+    {collective::reduce, "reduce"},
+    {collective::broadcast, "broadcast"},
+    {collective::reduce_scatter, "reduce_scatter"},
+    {collective::allgather, "allgather"},
+    {collective::alltoall, "alltoall"},
+    {collective::sendrecv, "sendrecv"},
+    {collective::barrier, "barrier"},
+    {collective::reduce_scatter, "reducescatter"},
+    {collective::allgather, "all_gather"}};
+constexpr enum_names<collective> k_collective_names{"collective", k_collective_entries,
+                                                    name_case::ignore, "?"};
+
+constexpr enum_entry<algorithm> k_algorithm_entries[] = {{algorithm::auto_select, "auto"},
+                                                         {algorithm::ring, "ring"},
+                                                         {algorithm::tree, "tree"},
+                                                         {algorithm::rd, "rd"},
+                                                         {algorithm::rabenseifner, "rabenseifner"},
+                                                         {algorithm::reducer, "reducer"},
+                                                         {algorithm::direct, "direct"}};
+constexpr enum_names<algorithm> k_algorithm_names{"algorithm", k_algorithm_entries,
+                                                  name_case::ignore, "?"};
+
+constexpr enum_entry<transport> k_transport_entries[] = {
+    {transport::auto_select, "auto"}, {transport::shm, "shm"}, {transport::tcp, "tcp"}};
+constexpr enum_names<transport> k_transport_names{"transport", k_transport_entries,
+                                                  name_case::ignore, "?"};
 
 }  // namespace
 
@@ -46,131 +77,18 @@ std::size_t dtype_size(dtype t) noexcept {
   return 1;
 }
 
-std::string_view to_string(dtype t) noexcept {
-  switch (t) {
-    case dtype::f32: return "float";
-    case dtype::f64: return "double";
-    case dtype::f16: return "half";
-    case dtype::bf16: return "bfloat16";
-    case dtype::i32: return "int32";
-    case dtype::i64: return "int64";
-    case dtype::u8: return "uint8";
-  }
-  return "?";
-}
+std::string_view to_string(dtype t) noexcept { return k_dtype_names.name(t); }
+std::string_view short_name(dtype t) noexcept { return k_dtype_short_names.name(t); }
+std::string_view to_string(reduce_op op) noexcept { return k_reduce_names.name(op); }
+std::string_view to_string(collective c) noexcept { return k_collective_names.name(c); }
+std::string_view to_string(algorithm a) noexcept { return k_algorithm_names.name(a); }
+std::string_view to_string(transport t) noexcept { return k_transport_names.name(t); }
 
-std::string_view short_name(dtype t) noexcept {
-  switch (t) {
-    case dtype::f32: return "f32";
-    case dtype::f64: return "f64";
-    case dtype::f16: return "f16";
-    case dtype::bf16: return "bf16";
-    case dtype::i32: return "i32";
-    case dtype::i64: return "i64";
-    case dtype::u8: return "u8";
-  }
-  return "?";
-}
-
-std::string_view to_string(reduce_op op) noexcept {
-  switch (op) {
-    case reduce_op::sum: return "sum";
-    case reduce_op::prod: return "prod";
-    case reduce_op::min: return "min";
-    case reduce_op::max: return "max";
-    case reduce_op::avg: return "avg";
-  }
-  return "?";
-}
-
-std::string_view to_string(collective c) noexcept {
-  switch (c) {
-    case collective::allreduce: return "allreduce";
-    case collective::reduce: return "reduce";
-    case collective::broadcast: return "broadcast";
-    case collective::reduce_scatter: return "reduce_scatter";
-    case collective::allgather: return "allgather";
-    case collective::alltoall: return "alltoall";
-    case collective::sendrecv: return "sendrecv";
-    case collective::barrier: return "barrier";
-  }
-  return "?";
-}
-
-std::string_view to_string(algorithm a) noexcept {
-  switch (a) {
-    case algorithm::auto_select: return "auto";
-    case algorithm::ring: return "ring";
-    case algorithm::tree: return "tree";
-    case algorithm::rd: return "rd";
-    case algorithm::rabenseifner: return "rabenseifner";
-    case algorithm::reducer: return "reducer";
-    case algorithm::direct: return "direct";
-  }
-  return "?";
-}
-
-std::string_view to_string(transport t) noexcept {
-  switch (t) {
-    case transport::auto_select: return "auto";
-    case transport::shm: return "shm";
-    case transport::tcp: return "tcp";
-  }
-  return "?";
-}
-
-dtype parse_dtype(std::string_view name) {
-  static const std::pair<std::string_view, dtype> table[] = {
-      {"float", dtype::f32},     {"f32", dtype::f32},   {"float32", dtype::f32},
-      {"double", dtype::f64},    {"f64", dtype::f64},   {"float64", dtype::f64},
-      {"half", dtype::f16},      {"f16", dtype::f16},   {"float16", dtype::f16},
-      {"bfloat16", dtype::bf16}, {"bf16", dtype::bf16}, {"int32", dtype::i32},
-      {"i32", dtype::i32},       {"int", dtype::i32},   {"int64", dtype::i64},
-      {"i64", dtype::i64},       {"uint8", dtype::u8},  {"u8", dtype::u8}};
-  return parse_from("dtype", name, table);
-}
-
-reduce_op parse_reduce_op(std::string_view name) {
-  static const std::pair<std::string_view, reduce_op> table[] = {{"sum", reduce_op::sum},
-                                                                 {"prod", reduce_op::prod},
-                                                                 {"min", reduce_op::min},
-                                                                 {"max", reduce_op::max},
-                                                                 {"avg", reduce_op::avg}};
-  return parse_from("reduction", name, table);
-}
-
-collective parse_collective(std::string_view name) {
-  static const std::pair<std::string_view, collective> table[] = {
-      {"allreduce", collective::allreduce},
-      {"reduce", collective::reduce},
-      {"broadcast", collective::broadcast},
-      {"reduce_scatter", collective::reduce_scatter},
-      {"reducescatter", collective::reduce_scatter},
-      {"allgather", collective::allgather},
-      {"all_gather", collective::allgather},
-      {"alltoall", collective::alltoall},
-      {"sendrecv", collective::sendrecv},
-      {"barrier", collective::barrier}};
-  return parse_from("collective", name, table);
-}
-
-algorithm parse_algorithm(std::string_view name) {
-  static const std::pair<std::string_view, algorithm> table[] = {
-      {"auto", algorithm::auto_select},
-      {"ring", algorithm::ring},
-      {"tree", algorithm::tree},
-      {"rd", algorithm::rd},
-      {"rabenseifner", algorithm::rabenseifner},
-      {"reducer", algorithm::reducer},
-      {"direct", algorithm::direct}};
-  return parse_from("algorithm", name, table);
-}
-
-transport parse_transport(std::string_view name) {
-  static const std::pair<std::string_view, transport> table[] = {
-      {"auto", transport::auto_select}, {"shm", transport::shm}, {"tcp", transport::tcp}};
-  return parse_from("transport", name, table);
-}
+dtype parse_dtype(std::string_view name) { return k_dtype_names.parse(name); }
+reduce_op parse_reduce_op(std::string_view name) { return k_reduce_names.parse(name); }
+collective parse_collective(std::string_view name) { return k_collective_names.parse(name); }
+algorithm parse_algorithm(std::string_view name) { return k_algorithm_names.parse(name); }
+transport parse_transport(std::string_view name) { return k_transport_names.parse(name); }
 
 std::vector<algorithm> algorithms_for(collective c) {
   using a = algorithm;
