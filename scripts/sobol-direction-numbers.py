@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes src/random/data/sobol_joe_kuo_6.bin, keel's packed copy of S. Joe and F. Y. Kuo's
+"""Writes src/random/tables/data/sobol_joe_kuo_6.bin, keel's packed copy of S. Joe and F. Y. Kuo's
 published Sobol' direction numbers (new-joe-kuo-6.21201, search criterion 6), for the 20000
 dimensions cuRAND's 32-bit Sobol generators support.
 
@@ -8,7 +8,7 @@ arrays 'poly' (21201,) and 'vinit' (21201, 18)); on Debian install python3-scipy
 with Debian's /usr/bin/python3. Only this script needs SciPy: the build and the tests read the
 committed .bin file. The output is deterministic: rerun and `git diff` shows no change.
 
-Format (see src/random/data/README.md): the 8 bytes "sobolJK6", the dimension count as a
+Format (see src/random/tables/data/README.md): the 8 bytes "sobolJK6", the dimension count as a
 little-endian uint32, then a bit stream (least significant bit first within each byte) with,
 for dimensions 2..count in order, the degree s (5 bits), the polynomial's inner coefficients
 a (s - 1 bits) and, for k = 1..s, (m_k - 1) / 2 in k - 1 bits (every m_k is odd and < 2^k).
@@ -69,7 +69,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--npz", help="SciPy's _sobol_direction_numbers.npz (default: the installed SciPy's)")
     ap.add_argument("--dimensions", type=int, default=20000)
-    ap.add_argument("--out", default=os.path.join(root, "src", "random", "data", "sobol_joe_kuo_6.bin"))
+    ap.add_argument("--out", default=os.path.join(root, "src", "random", "tables", "data", "sobol_joe_kuo_6.bin"))
     args = ap.parse_args()
     data = np.load(args.npz or default_npz())
     poly, vinit = data["poly"], data["vinit"]

@@ -5,12 +5,12 @@
 #include <thread>
 #include <vector>
 
-#include "engines.hpp"
+#include "cpu_kernels/simd.hpp"
+#include "engines/engines.hpp"
+#include "engines/poisson_engine.hpp"
 #include "keel/core/error.hpp"
 #include "keel/random/mtgp32_tables.hpp"
 #include "keel/random/sobol_tables.hpp"
-#include "poisson_engine.hpp"
-#include "simd.hpp"
 
 namespace keel::random {
 

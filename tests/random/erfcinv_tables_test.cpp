@@ -1,4 +1,4 @@
-// The coefficients of libcurand's double erfcinv (src/random/erfcinv_tables.cpp): the CUDA
+// The coefficients of libcurand's double erfcinv (src/random/tables/erfcinv_tables.cpp): the CUDA
 // header's layout and keel's text format, their errors, and the lookup. keel ships no
 // coefficient values: headers with the real ones are written here at run time from the tables
 // found on the machine (skipped without them); the error cases use made-up values.

@@ -19,8 +19,8 @@
 #include "keel/random/mtgp32.hpp"
 #include "keel/random/mtgp32_tables.hpp"
 
-#include "../../src/random/normal_icdf.hpp"
-#include "../../src/random/simd.hpp"
+#include "../../src/random/engines/normal_icdf.hpp"
+#include "../../src/random/cpu_kernels/simd.hpp"
 
 namespace kr = keel::random;
 namespace kd = keel::random::detail;

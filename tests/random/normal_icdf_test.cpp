@@ -1,4 +1,4 @@
-// cuRAND's inverse-CDF normals as keel computes them (src/random/normal_icdf.hpp): the float
+// cuRAND's inverse-CDF normals as keel computes them (src/random/engines/normal_icdf.hpp): the float
 // nearest to erfcinv and the fast path's error, keel's own double erfcinv, and libcurand's
 // (with the coefficients, when they are available) against a bisection in long double on a
 // sweep of the inputs 32-bit words produce; signs and zeros; the vector floats and doubles
@@ -15,8 +15,8 @@
 
 #include "keel/random/erfcinv_tables.hpp"
 
-#include "../../src/random/normal_icdf.hpp"
-#include "../../src/random/simd.hpp"
+#include "../../src/random/engines/normal_icdf.hpp"
+#include "../../src/random/cpu_kernels/simd.hpp"
 
 namespace kd = keel::random::detail;
 

@@ -2,6 +2,8 @@
 // 20240611) through the tests of keel/random/stat_tests.hpp, and the inter-stream trap (one
 // LCG per thread seeded with the thread index, which fails, against Philox subsequences,
 // which pass). A pure function of the sample count; uses the generator's worker threads.
+//
+// Part of keel::random_verify (link it; keel::random alone never includes this header).
 #pragma once
 
 #include <cstddef>

@@ -3,6 +3,8 @@
 // generator when it can be loaded, and reports billions of values per second for both (best
 // of `repeats` runs). `keel rand bench` prints these rows. Runs on the calling thread (keel's
 // generator may use its worker threads); no shared state apart from curand_reference::get().
+//
+// Part of keel::random_verify (link it; keel::random alone never includes this header).
 #pragma once
 
 #include <cstddef>

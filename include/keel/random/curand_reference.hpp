@@ -7,6 +7,8 @@
 // whether that worked. Thread-safety: load() is safe to call from several threads; a
 // curand_generator must be used by one thread at a time. Ownership: curand_generator owns its
 // libcurand generator and destroys it.
+//
+// Part of keel::random_verify (link it; keel::random alone never includes this header).
 #pragma once
 
 #include <cstddef>

@@ -3,7 +3,7 @@
 //
 // sobol32_joe_kuo6() gives the direction vectors of dimensions 1..20000 that cuRAND calls
 // CURAND_DIRECTION_VECTORS_32_JOEKUO6: S. Joe and F. Y. Kuo's published direction numbers
-// (new-joe-kuo-6.21201; see src/random/data/README.md for their licence), expanded by the
+// (new-joe-kuo-6.21201; see src/random/tables/data/README.md for their licence), expanded by the
 // Sobol' recurrence the first time it is called (a few milliseconds; 2.5 MB).
 //
 // Scrambled Sobol' (CURAND_RNG_QUASI_SCRAMBLED_SOBOL32) uses NVIDIA's own random data: per
@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -35,7 +36,18 @@ struct sobol32_scrambled {
   std::vector<std::uint32_t> shifts;           // the digital shift of each dimension
 };
 
-// The scrambled tables, or nullptr when neither source is available; then `why` (if given)
+// The scrambled tables' lookup, as for MTGP32's and erfcinv's: $KEEL_SOBOL_SCRAMBLE_TABLES (a
+// file `keel rand export-tables --sobol` wrote), else libcurand's own tables.
+struct sobol32_scramble_lookup {
+  std::shared_ptr<const sobol32_scrambled> tables;  // null when no source was usable
+  std::string description;                          // the source, or why none was usable
+};
+// Looks the sources up now (environment and files as they are at the call).
+sobol32_scramble_lookup find_sobol32_scramble_tables();
+// The process-wide lookup, done once on first use.
+const sobol32_scramble_lookup& sobol32_scramble_default_tables();
+
+// The process-wide tables, or nullptr when neither source is available; then `why` (if given)
 // says so in one line (file unreadable or malformed, or libcurand not found).
 const sobol32_scrambled* sobol32_scramble_tables(std::string* why = nullptr);
 

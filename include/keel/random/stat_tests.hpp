@@ -6,6 +6,8 @@
 // ... of a linear congruential generator are Gaussian one by one but shifted copies of each
 // other (x_n(s+d) - x_n(s) = a^n d mod 2^k), which the difference test exposes; Philox
 // subsequences (one key, a counter per stream) pass it.
+//
+// Part of keel::random_verify (link it; keel::random alone never includes this header).
 #pragma once
 
 #include <cstddef>

@@ -4,6 +4,8 @@
 // hash of all output bytes plus the first values) so the comparison also runs where
 // libcurand is absent. Used by the tests, `keel rand verify` and `keel rand bench`.
 // Free functions, no shared state apart from curand_reference::get().
+//
+// Part of keel::random_verify (link it; keel::random alone never includes this header).
 #pragma once
 
 #include <cstddef>
@@ -13,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "keel/core/fnv1a.hpp"
 #include "keel/random/generator.hpp"
 #include "keel/random/status.hpp"
 
@@ -99,7 +102,8 @@ run_output run_keel(const verify_case& c, unsigned threads = 1);
 // Requires curand_reference::get().available().
 run_output run_curand(const verify_case& c);
 
-std::uint64_t fnv1a64(const unsigned char* data, std::size_t n) noexcept;
+// Output fingerprints (golden data) are keel::fnv1a64.
+using keel::fnv1a64;
 
 // Where two outputs first differ and how many values differ; nullopt when identical.
 struct mismatch {

@@ -42,45 +42,41 @@ void force_level(level l) noexcept {
   current().store(std::min(l, cpu_level()), std::memory_order_relaxed);
 }
 
-#define KEEL_DISPATCH(FN, ...)                          \
-  switch (active_level()) {                             \
-    case level::avx512: return avx512::FN(__VA_ARGS__); \
-    case level::avx2: return avx2::FN(__VA_ARGS__);     \
-    default: return scalar::FN(__VA_ARGS__);            \
-  }
-
 void philox_u32(std::uint32_t* out, std::uint64_t p, std::size_t n, philox_key key,
                 const std::uint32_t* shift) {
-  KEEL_DISPATCH(philox_u32, out, p, n, key, shift)
+  by_level(scalar::philox_u32, avx2::philox_u32, avx512::philox_u32)(out, p, n, key, shift);
 }
 void philox_uniform(float* out, std::uint64_t p, std::size_t n, philox_key key,
                     const std::uint32_t* shift) {
-  KEEL_DISPATCH(philox_uniform, out, p, n, key, shift)
+  by_level(scalar::philox_uniform, avx2::philox_uniform, avx512::philox_uniform)(out, p, n, key,
+                                                                                 shift);
 }
 void philox_normal(float* out, std::uint64_t p, std::size_t n, philox_key key, float mean, float sd,
                    const std::uint32_t* shift) {
-  KEEL_DISPATCH(philox_normal, out, p, n, key, mean, sd, shift)
+  by_level(scalar::philox_normal, avx2::philox_normal, avx512::philox_normal)(out, p, n, key, mean,
+                                                                              sd, shift);
 }
 
 bool has_row_kernels() noexcept { return active_level() != level::scalar; }
 
-#define KEEL_DISPATCH_VECTOR(FN, ...)                   \
-  switch (active_level()) {                             \
-    case level::avx512: return avx512::FN(__VA_ARGS__); \
-    default: return avx2::FN(__VA_ARGS__);              \
-  }
-
+// The row kernels and the exhaustive-check hooks exist only as vector code: callers check
+// has_row_kernels() first (the hooks run the AVX2 version at the scalar level, which the
+// checks only request on a CPU that has it).
 void xorwow_rows(xorwow_state* st, std::size_t rows, row_kind kind, void* out, std::size_t stride,
                  float mean, float sd) {
-  KEEL_DISPATCH_VECTOR(xorwow_rows, st, rows, kind, out, stride, mean, sd)
+  by_level(avx2::xorwow_rows, avx2::xorwow_rows, avx512::xorwow_rows)(st, rows, kind, out, stride,
+                                                                      mean, sd);
 }
 void mrg32k3a_rows(mrg32k3a_state* st, std::size_t rows, row_kind kind, void* out,
                    std::size_t stride, float mean, float sd) {
-  KEEL_DISPATCH_VECTOR(mrg32k3a_rows, st, rows, kind, out, stride, mean, sd)
+  by_level(avx2::mrg32k3a_rows, avx2::mrg32k3a_rows, avx512::mrg32k3a_rows)(st, rows, kind, out,
+                                                                            stride, mean, sd);
 }
-void logf16(const float* in, float* out) { KEEL_DISPATCH_VECTOR(logf16, in, out) }
-void sincosf16(const float* in, float* s, float* c) { KEEL_DISPATCH_VECTOR(sincosf16, in, s, c) }
-#undef KEEL_DISPATCH_VECTOR
-#undef KEEL_DISPATCH
+void logf16(const float* in, float* out) {
+  by_level(avx2::logf16, avx2::logf16, avx512::logf16)(in, out);
+}
+void sincosf16(const float* in, float* s, float* c) {
+  by_level(avx2::sincosf16, avx2::sincosf16, avx512::sincosf16)(in, s, c);
+}
 
 }  // namespace keel::random::detail::simd

@@ -18,6 +18,20 @@ level active_level() noexcept;
 // Forces a level (tests); a level the CPU lacks is capped to what it supports.
 void force_level(level l) noexcept;
 
+// The one way keel::random picks a kernel. A kernel family declares its versions in the
+// namespaces simd::scalar, simd::avx2 and simd::avx512 (a family without a scalar version
+// passes its fallback, or nullptr where callers check has_row_kernels() or handle a null
+// kernel); by_level returns the one of level `l` — a function pointer or a struct of them.
+// Callers that run many kernels of one family pick once per call (a struct), not per kernel.
+template <class T>
+constexpr T by_level(level l, T scalar, T avx2, T avx512) noexcept {
+  return l == level::avx512 ? avx512 : l == level::avx2 ? avx2 : scalar;
+}
+template <class T>
+T by_level(T scalar, T avx2, T avx512) noexcept {
+  return by_level(active_level(), scalar, avx2, avx512);
+}
+
 // Philox outputs for positions [p, p + n).
 void philox_u32(std::uint32_t* out, std::uint64_t p, std::size_t n, philox_key key,
                 const std::uint32_t* shift);

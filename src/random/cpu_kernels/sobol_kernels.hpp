@@ -7,27 +7,27 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "engine.hpp"
+#include "engines/engine.hpp"
 
-namespace keel::random::detail::sobol_simd {
+namespace keel::random::detail {
 
 // Values per conversion call (at most).
-inline constexpr std::size_t k_batch = 1024;
+inline constexpr std::size_t k_sobol_batch = 1024;
 
 // out[at .. at + n) of request r's kind (raw or uniform) from the raw words x[0 .. n),
-// n <= k_batch.
+// n <= k_sobol_batch. The scalar version (sobol_engine.cpp) is also the vector versions'
+// remainder; simd::by_level picks one.
 #define KEEL_SOBOL_SIMD_DECLS \
-  void convert(const request& r, const std::uint32_t* x, std::size_t n, std::size_t at);
-namespace avx2 {
+  void sobol_convert(const request& r, const std::uint32_t* x, std::size_t n, std::size_t at);
+namespace simd::scalar {
 KEEL_SOBOL_SIMD_DECLS
 }
-namespace avx512 {
+namespace simd::avx2 {
+KEEL_SOBOL_SIMD_DECLS
+}
+namespace simd::avx512 {
 KEEL_SOBOL_SIMD_DECLS
 }
 #undef KEEL_SOBOL_SIMD_DECLS
 
-// The scalar conversion to raw and uniform outputs (sobol_engine.cpp), also the vector
-// versions' remainder.
-void convert_scalar(const request& r, const std::uint32_t* x, std::size_t n, std::size_t at);
-
-}  // namespace keel::random::detail::sobol_simd
+}  // namespace keel::random::detail

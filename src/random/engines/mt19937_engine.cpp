@@ -11,15 +11,15 @@
 #include <cstring>
 #include <vector>
 
+#include "cpu_kernels/mt19937_kernels.hpp"
+#include "cpu_kernels/simd.hpp"
 #include "engines.hpp"
 #include "keel/random/distributions.hpp"
 #include "keel/random/mt19937.hpp"
-#include "mt19937_kernels.hpp"
 #include "normal_icdf.hpp"
-#include "simd.hpp"
 
 #define KEEL_MT19937_NS scalar
-#include "mt19937_kernels.inc"
+#include "cpu_kernels/mt19937_kernels.inc"
 #undef KEEL_MT19937_NS
 
 namespace keel::random::detail {
@@ -38,16 +38,12 @@ struct kernels {
 };
 
 kernels active_kernels() {
-  switch (simd::active_level()) {
-    case simd::level::avx512:
-      return {simd::avx512::mt19937_regenerate, simd::avx512::mt19937_jump,
-              simd::avx512::mt19937_row};
-    case simd::level::avx2:
-      return {simd::avx2::mt19937_regenerate, simd::avx2::mt19937_jump, simd::avx2::mt19937_row};
-    default:
-      return {simd::scalar::mt19937_regenerate, simd::scalar::mt19937_jump,
-              simd::scalar::mt19937_row};
-  }
+  namespace s = simd::scalar;
+  namespace a2 = simd::avx2;
+  namespace a5 = simd::avx512;
+  return simd::by_level(kernels{s::mt19937_regenerate, s::mt19937_jump, s::mt19937_row},
+                        kernels{a2::mt19937_regenerate, a2::mt19937_jump, a2::mt19937_row},
+                        kernels{a5::mt19937_regenerate, a5::mt19937_jump, a5::mt19937_row});
 }
 
 // x^(2^(2048 + k)) mod P, k < 13 (a jump of 2^k generators), as the jump kernel's windows.

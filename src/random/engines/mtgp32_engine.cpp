@@ -16,13 +16,13 @@
 #include <cstring>
 #include <vector>
 
+#include "cpu_kernels/mtgp32_simd.hpp"
+#include "cpu_kernels/simd.hpp"
 #include "engines.hpp"
 #include "keel/random/distributions.hpp"
 #include "keel/random/mtgp32.hpp"
 #include "keel/random/mtgp32_tables.hpp"
-#include "mtgp32_simd.hpp"
 #include "normal_icdf.hpp"
-#include "simd.hpp"
 
 namespace keel::random::detail {
 namespace {
@@ -54,13 +54,10 @@ struct kernels {
 kernels kernels_for(simd::level l) {
   namespace a2 = simd::avx2;
   namespace a5 = simd::avx512;
-  switch (l) {
-    case simd::level::avx512:
-      return {a5::mtgp32_linear_round, a5::uniform_floats, a5::uniform_doubles_32};
-    case simd::level::avx2:
-      return {a2::mtgp32_linear_round, a2::uniform_floats, a2::uniform_doubles_32};
-    default: return {linear_round_scalar, uniform_floats_scalar, uniform_doubles_32_scalar};
-  }
+  return simd::by_level(
+      l, kernels{linear_round_scalar, uniform_floats_scalar, uniform_doubles_32_scalar},
+      kernels{a2::mtgp32_linear_round, a2::uniform_floats, a2::uniform_doubles_32},
+      kernels{a5::mtgp32_linear_round, a5::uniform_floats, a5::uniform_doubles_32});
 }
 
 struct block {

@@ -9,9 +9,9 @@
 #include <optional>
 #include <vector>
 
+#include "cpu_kernels/simd.hpp"
 #include "engine.hpp"
 #include "keel/random/erfcinv_tables.hpp"
-#include "simd.hpp"
 
 namespace keel::random::detail {
 namespace {
@@ -244,22 +244,21 @@ double erfcinv_double(double a) {
 void normal_icdf_doubles(const std::uint32_t* w, std::size_t n, double* z) {
   std::size_t done = 0;
   if (const blair_coefficients* b = curand_erfcinv()) {
-    switch (simd::active_level()) {
-      case simd::level::avx512: done = simd::avx512::normal_icdf_doubles(*b, w, n, z); break;
-      case simd::level::avx2: done = simd::avx2::normal_icdf_doubles(*b, w, n, z); break;
-      default: break;
-    }
+    using kernel =
+        std::size_t (*)(const blair_coefficients&, const std::uint32_t*, std::size_t, double*);
+    if (const kernel k = simd::by_level<kernel>(nullptr, simd::avx2::normal_icdf_doubles,
+                                                simd::avx512::normal_icdf_doubles))
+      done = k(*b, w, n, z);
   }
   for (std::size_t i = done; i < n; ++i) z[i] = normal_icdf_double(w[i]);
 }
 
 void normal_icdf_floats(const std::uint32_t* w, std::size_t n, float* z) {
   std::size_t done = 0;
-  switch (simd::active_level()) {
-    case simd::level::avx512: done = simd::avx512::normal_icdf_floats(w, n, z); break;
-    case simd::level::avx2: done = simd::avx2::normal_icdf_floats(w, n, z); break;
-    default: break;
-  }
+  using kernel = std::size_t (*)(const std::uint32_t*, std::size_t, float*);
+  if (const kernel k = simd::by_level<kernel>(nullptr, simd::avx2::normal_icdf_floats,
+                                              simd::avx512::normal_icdf_floats))
+    done = k(w, n, z);
   for (std::size_t i = done; i < n; ++i) z[i] = normal_icdf_float(w[i]);
 }
 

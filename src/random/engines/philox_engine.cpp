@@ -15,11 +15,11 @@
 #include <cstring>
 #include <vector>
 
+#include "cpu_kernels/glibc_math.hpp"
+#include "cpu_kernels/simd.hpp"
 #include "engines.hpp"
-#include "glibc_math.hpp"
 #include "keel/random/distributions.hpp"
 #include "keel/random/philox.hpp"
-#include "simd.hpp"
 
 namespace keel::random::detail {
 namespace {

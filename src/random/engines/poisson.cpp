@@ -9,10 +9,10 @@
 #include <cstring>
 #include <string>
 
+#include "cpu_kernels/simd.hpp"
 #include "keel/core/error.hpp"
 #include "keel/random/poisson.hpp"
 #include "poisson_engine.hpp"
-#include "simd.hpp"
 
 namespace keel::random {
 

@@ -9,12 +9,12 @@
 #include <algorithm>
 #include <cmath>
 
+#include "cpu_kernels/simd.hpp"
+#include "cpu_kernels/sobol_kernels.hpp"
 #include "engines.hpp"
 #include "keel/random/distributions.hpp"
 #include "keel/random/sobol_tables.hpp"
 #include "normal_icdf.hpp"
-#include "simd.hpp"
-#include "sobol_kernels.hpp"
 
 namespace keel::random::detail {
 namespace {
@@ -46,8 +46,8 @@ void sobol_points(const sobol32_directions& d, std::uint32_t shift, std::uint32_
 
 }  // namespace
 
-void sobol_simd::convert_scalar(const request& r, const std::uint32_t* x, std::size_t n,
-                                std::size_t at) {
+void simd::scalar::sobol_convert(const request& r, const std::uint32_t* x, std::size_t n,
+                                 std::size_t at) {
   switch (r.what) {
     case kind::u32: std::copy(x, x + n, static_cast<std::uint32_t*>(r.out) + at); return;
     case kind::uniform: {
@@ -69,11 +69,9 @@ namespace {
 // Normals: the inverse CDF (normal_icdf_distribution); the rest by SIMD level.
 void convert(const request& r, const std::uint32_t* x, std::size_t n, std::size_t at) {
   if (normal_icdf_distribution(r, x, n, at)) return;
-  switch (simd::active_level()) {
-    case simd::level::avx512: return sobol_simd::avx512::convert(r, x, n, at);
-    case simd::level::avx2: return sobol_simd::avx2::convert(r, x, n, at);
-    default: return sobol_simd::convert_scalar(r, x, n, at);
-  }
+  namespace s = simd;
+  s::by_level(s::scalar::sobol_convert, s::avx2::sobol_convert, s::avx512::sobol_convert)(r, x, n,
+                                                                                          at);
 }
 
 class sobol_engine final : public engine {
@@ -106,10 +104,10 @@ class sobol_engine final : public engine {
     // Output value k is point (k mod points) of dimension k / points; each worker takes a
     // contiguous range of k.
     parallel_for(r.n, workers_for(r.n, r.threads), [&](std::size_t begin, std::size_t end) {
-      std::uint32_t x[sobol_simd::k_batch];
+      std::uint32_t x[k_sobol_batch];
       for (std::size_t k = begin; k < end;) {
         const std::size_t dim = k / points, i = k % points;
-        const std::size_t n = std::min({end - k, points - i, sobol_simd::k_batch});
+        const std::size_t n = std::min({end - k, points - i, k_sobol_batch});
         // Raw words go straight to the output.
         std::uint32_t* words = r.what == kind::u32 ? static_cast<std::uint32_t*>(r.out) + k : x;
         sobol_points(directions_[dim], shifts_ ? shifts_[dim] : 0u,

@@ -17,12 +17,12 @@
 #include <optional>
 #include <vector>
 
+#include "cpu_kernels/glibc_math.hpp"
+#include "cpu_kernels/simd.hpp"
 #include "engines.hpp"
-#include "glibc_math.hpp"
 #include "keel/random/distributions.hpp"
 #include "keel/random/mrg32k3a.hpp"
 #include "keel/random/xorwow.hpp"
-#include "simd.hpp"
 
 namespace keel::random::detail {
 namespace {

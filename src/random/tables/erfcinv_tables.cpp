@@ -15,8 +15,8 @@
 #include <utility>
 #include <vector>
 
+#include "engines/normal_icdf.hpp"
 #include "keel/core/error.hpp"
-#include "normal_icdf.hpp"
 #include "toolkit_data.hpp"
 
 namespace keel::random {
@@ -310,11 +310,12 @@ void write_erfcinv_tables(std::ostream& out, const erfcinv_tables& tables) {
 
 erfcinv_table_lookup find_erfcinv_tables() {
   return detail::find_toolkit_data<erfcinv_table_lookup>(
-      "KEEL_ERFCINV_COEFFICIENTS", k_header_name, "erfcinv coefficients", k_hint,
-      fmt::format("; {}", k_fallback),
-      [](std::istream& in, const std::string& path, bool keel_format) {
-        return keel_format ? read_erfcinv_tables(in, path) : parse_erfcinv_cuda_header(in, path);
-      });
+      "KEEL_ERFCINV_COEFFICIENTS", "erfcinv coefficients", fmt::format("; {}", k_fallback),
+      detail::text_file(
+          [](std::istream& in, const std::string& path) { return read_erfcinv_tables(in, path); }),
+      detail::toolkit_header(k_header_name, k_hint, [](std::istream& in, const std::string& path) {
+        return parse_erfcinv_cuda_header(in, path);
+      }));
 }
 
 const erfcinv_table_lookup& erfcinv_default_tables() {

@@ -259,10 +259,12 @@ void write_mtgp32_tables(std::ostream& out, const mtgp32_tables& tables) {
 
 mtgp32_table_lookup find_mtgp32_tables() {
   return detail::find_toolkit_data<mtgp32_table_lookup>(
-      "KEEL_MTGP32_PARAMS", k_header_name, "mtgp32 parameter sets", k_hint, "",
-      [](std::istream& in, const std::string& path, bool keel_format) {
-        return keel_format ? read_mtgp32_tables(in, path) : parse_mtgp32_cuda_header(in, path);
-      });
+      "KEEL_MTGP32_PARAMS", "mtgp32 parameter sets", "",
+      detail::text_file(
+          [](std::istream& in, const std::string& path) { return read_mtgp32_tables(in, path); }),
+      detail::toolkit_header(k_header_name, k_hint, [](std::istream& in, const std::string& path) {
+        return parse_mtgp32_cuda_header(in, path);
+      }));
 }
 
 const mtgp32_table_lookup& mtgp32_default_tables() {

@@ -1,6 +1,6 @@
-// Joe & Kuo's direction numbers (embedded from src/random/data/sobol_joe_kuo_6.bin, format in
-// src/random/data/README.md) expanded into direction vectors, and the scrambled tables from
-// $KEEL_SOBOL_SCRAMBLE_TABLES or libcurand.
+// Joe & Kuo's direction numbers (embedded from src/random/tables/data/sobol_joe_kuo_6.bin, format
+// in src/random/tables/data/README.md) expanded into direction vectors, and the scrambled tables
+// from $KEEL_SOBOL_SCRAMBLE_TABLES or libcurand.
 #include "keel/random/sobol_tables.hpp"
 
 #include <cstdlib>
@@ -9,10 +9,12 @@
 #include <memory>
 
 #include "keel/core/error.hpp"
+#include "keel/core/fnv1a.hpp"
 #include "keel/core/input_file.hpp"
 #include "keel/core/output_file.hpp"
-#include "keel/random/curand_reference.hpp"
-#include "keel/random/verify.hpp"
+#include "keel/random/status.hpp"
+#include "tables/curand_library.hpp"
+#include "tables/toolkit_data.hpp"
 
 namespace keel::random {
 namespace {
@@ -86,35 +88,6 @@ std::string serialize(const sobol32_scrambled& t) {
   return out;
 }
 
-struct scramble_source {
-  std::unique_ptr<sobol32_scrambled> tables;
-  std::string why;
-};
-
-scramble_source load_scramble_tables() {
-  scramble_source s;
-  const char* path = std::getenv("KEEL_SOBOL_SCRAMBLE_TABLES");
-  const bool from_file = path && *path;
-  try {
-    if (from_file) {
-      s.tables = std::make_unique<sobol32_scrambled>(read_sobol32_scramble_tables(path));
-    } else if (curand_reference::get().available()) {
-      s.tables = std::make_unique<sobol32_scrambled>(sobol32_scramble_tables_from_curand());
-    } else {
-      s.why =
-          "scrambled_sobol32 needs NVIDIA's scramble tables, which keel does not ship: libcurand "
-          "was not found "
-          "and KEEL_SOBOL_SCRAMBLE_TABLES is not set (write the file with `keel rand export-tables "
-          "--sobol "
-          "--out FILE` where libcurand is installed)";
-    }
-  } catch (const keel::error& e) {
-    s.why = std::string("scrambled_sobol32: ") + (from_file ? "KEEL_SOBOL_SCRAMBLE_TABLES: " : "") +
-            e.what();
-  }
-  return s;
-}
-
 }  // namespace
 
 const sobol32_directions* sobol32_joe_kuo6() {
@@ -122,23 +95,50 @@ const sobol32_directions* sobol32_joe_kuo6() {
   return table.data();
 }
 
+sobol32_scramble_lookup find_sobol32_scramble_tables() {
+  return detail::find_toolkit_data<sobol32_scramble_lookup>(
+      "KEEL_SOBOL_SCRAMBLE_TABLES", "scrambled Sobol' tables",
+      "; scrambled_sobol32 needs NVIDIA's tables, which keel does not ship (write the file with "
+      "`keel rand export-tables --sobol --out FILE` where libcurand is installed)",
+      read_sobol32_scramble_tables, [](std::string& source) {
+        const auto& lib = detail::curand_library::get();
+        if (!lib.found())
+          throw detail::toolkit_missing(lib.description() +
+                                        " and KEEL_SOBOL_SCRAMBLE_TABLES is not set");
+        source = lib.description();
+        return sobol32_scramble_tables_from_curand();
+      });
+}
+
+const sobol32_scramble_lookup& sobol32_scramble_default_tables() {
+  static const sobol32_scramble_lookup lookup = find_sobol32_scramble_tables();
+  return lookup;
+}
+
 const sobol32_scrambled* sobol32_scramble_tables(std::string* why) {
-  static const scramble_source source = load_scramble_tables();
-  if (!source.tables && why) *why = source.why;
-  return source.tables.get();
+  const sobol32_scramble_lookup& lookup = sobol32_scramble_default_tables();
+  if (!lookup.tables && why) *why = lookup.description;
+  return lookup.tables.get();
 }
 
 sobol32_scrambled sobol32_scramble_tables_from_curand() {
-  const auto& ref = curand_reference::get();
-  const std::uint32_t* vectors = nullptr;
-  const std::uint32_t* shifts = nullptr;
-  status st = ref.sobol32_direction_vectors(true, vectors);
-  if (st == status::success) st = ref.sobol32_scramble_constants(shifts);
+  const auto& lib = detail::curand_library::get();
+  if (!lib.found()) throw backend_error("keel::random: " + lib.description());
+  // curandGetDirectionVectors32 and curandGetScrambleConstants32, declared by signature (no
+  // CUDA header is needed); CURAND_SCRAMBLED_DIRECTION_VECTORS_32_JOEKUO6 is 102.
+  const auto directions = lib.symbol<int (*)(unsigned(**)[32], int)>("curandGetDirectionVectors32");
+  const auto constants = lib.symbol<int (*)(unsigned**)>("curandGetScrambleConstants32");
+  unsigned(*vectors)[32] = nullptr;
+  unsigned* shifts = nullptr;
+  status st = directions && constants ? static_cast<status>(directions(&vectors, 102))
+                                      : status::initialization_failed;
+  if (st == status::success) st = static_cast<status>(constants(&shifts));
   if (st != status::success || !vectors || !shifts)
     throw backend_error("libcurand's scrambled Sobol' tables: " + std::string(to_string(st)));
   sobol32_scrambled t;
   t.directions.resize(k_sobol32_max_dimensions);
-  std::memcpy(t.directions.data(), vectors, k_sobol32_max_dimensions * sizeof(sobol32_directions));
+  std::memcpy(t.directions.data(), &vectors[0][0],
+              k_sobol32_max_dimensions * sizeof(sobol32_directions));
   t.shifts.assign(shifts, shifts + k_sobol32_max_dimensions);
   return t;
 }

@@ -1,10 +1,7 @@
 #include "keel/random/curand_reference.hpp"
 
-#include <dlfcn.h>
-
-#include <cstdlib>
-
 #include "keel/core/error.hpp"
+#include "tables/curand_library.hpp"
 
 namespace keel::random {
 
@@ -37,12 +34,12 @@ namespace {
 const curand_reference::api* g_api = nullptr;
 
 template <class F>
-bool bind(void* lib, const char* name, F& fn) {
-  fn = reinterpret_cast<F>(dlsym(lib, name));
+bool bind(const detail::curand_library& lib, const char* name, F& fn) {
+  fn = lib.symbol<F>(name);
   return fn != nullptr;
 }
 
-curand_reference::api* load_api(void* lib) {
+curand_reference::api* load_api(const detail::curand_library& lib) {
   static curand_reference::api a;
   bool ok = bind(lib, "curandCreateGeneratorHost", a.create_host) &&
             bind(lib, "curandDestroyGenerator", a.destroy) &&
@@ -67,26 +64,15 @@ curand_reference::api* load_api(void* lib) {
 }  // namespace
 
 curand_reference::curand_reference() {
-  std::string candidates[4];
-  int count = 0;
-  if (const char* env = std::getenv("KEEL_CURAND_LIBRARY")) candidates[count++] = env;
-  candidates[count++] = "libcurand.so.10";
-  candidates[count++] = "libcurand.so";
-#ifdef KEEL_CURAND_DIR
-  candidates[count++] = std::string(KEEL_CURAND_DIR) + "/libcurand.so";
-#endif
-  description_ = "libcurand not found (set KEEL_CURAND_LIBRARY or LD_LIBRARY_PATH)";
-  for (int i = 0; i < count; ++i) {
-    void* lib = dlopen(candidates[i].c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!lib) continue;
-    if (const api* a = load_api(lib)) {
-      api_ = a;
-      g_api = a;
-      a->get_version(&version_);
-      description_ = candidates[i];
-      return;
-    }
-    dlclose(lib);
+  const auto& lib = detail::curand_library::get();
+  description_ = lib.description();
+  if (!lib.found()) return;
+  if (const api* a = load_api(lib)) {
+    api_ = a;
+    g_api = a;
+    a->get_version(&version_);
+  } else {
+    description_ += ": not every cuRAND host function was found";
   }
 }
 

@@ -8,13 +8,13 @@
 #include <random>
 #include <sstream>
 
+#include "cpu_kernels/simd.hpp"
 #include "keel/core/error.hpp"
 #include "keel/random/curand_reference.hpp"
 #include "keel/random/erfcinv_tables.hpp"
 #include "keel/random/mtgp32_tables.hpp"
 #include "keel/random/poisson.hpp"
 #include "keel/random/sobol.hpp"
-#include "simd.hpp"
 
 namespace keel::random {
 
@@ -124,15 +124,6 @@ run_output run_curand(const verify_case& c) {
       s != status::success)
     return run_output{s, {}};
   return run_with(*g, c);
-}
-
-std::uint64_t fnv1a64(const unsigned char* data, std::size_t n) noexcept {
-  std::uint64_t h = 0xcbf29ce484222325ull;
-  for (std::size_t i = 0; i < n; ++i) {
-    h ^= data[i];
-    h *= 0x100000001b3ull;
-  }
-  return h;
 }
 
 std::optional<mismatch> compare(const run_output& a, const run_output& b, std::size_t vs) {
