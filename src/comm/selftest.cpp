@@ -70,6 +70,7 @@ void store_value(std::byte* p, dtype t, double v) {
       std::memcpy(p, &x, 1);
       break;
     }
+    default: break;  // not a buffer type (k_all_dtypes only)
   }
 }
 
@@ -110,6 +111,7 @@ double load_value(const std::byte* p, dtype t) {
       std::memcpy(&x, p, 1);
       return x;
     }
+    default: break;  // not a buffer type (k_all_dtypes only)
   }
   return 0;
 }

@@ -11,20 +11,6 @@ namespace {
 
 // Each table: the canonical names first (to_string's), then the accepted spellings. Names are
 // matched ignoring case.
-using dt = dtype;
-constexpr enum_entry<dtype> k_dtype_entries[] = {
-    {dt::f32, "float"},   {dt::f64, "double"}, {dt::f16, "half"},    {dt::bf16, "bfloat16"},
-    {dt::i32, "int32"},   {dt::i64, "int64"},  {dt::u8, "uint8"},    {dt::f32, "f32"},
-    {dt::f32, "float32"}, {dt::f64, "f64"},    {dt::f64, "float64"}, {dt::f16, "f16"},
-    {dt::f16, "float16"}, {dt::bf16, "bf16"},  {dt::i32, "i32"},     {dt::i32, "int"},
-    {dt::i64, "i64"},     {dt::u8, "u8"}};
-constexpr enum_names<dtype> k_dtype_names{"dtype", k_dtype_entries, name_case::ignore, "?"};
-constexpr enum_entry<dtype> k_dtype_short_entries[] = {
-    {dt::f32, "f32"}, {dt::f64, "f64"}, {dt::f16, "f16"}, {dt::bf16, "bf16"},
-    {dt::i32, "i32"}, {dt::i64, "i64"}, {dt::u8, "u8"}};
-constexpr enum_names<dtype> k_dtype_short_names{"dtype", k_dtype_short_entries, name_case::ignore,
-                                                "?"};
-
 constexpr enum_entry<reduce_op> k_reduce_entries[] = {{reduce_op::sum, "sum"},
                                                       {reduce_op::prod, "prod"},
                                                       {reduce_op::min, "min"},
@@ -64,27 +50,17 @@ constexpr enum_names<transport> k_transport_names{"transport", k_transport_entri
 
 }  // namespace
 
-std::size_t dtype_size(dtype t) noexcept {
-  switch (t) {
-    case dtype::f64:
-    case dtype::i64: return 8;
-    case dtype::f32:
-    case dtype::i32: return 4;
-    case dtype::f16:
-    case dtype::bf16: return 2;
-    case dtype::u8: return 1;
-  }
-  return 1;
-}
+std::size_t dtype_size(dtype t) noexcept { return bits_of(t) / 8; }
 
-std::string_view to_string(dtype t) noexcept { return k_dtype_names.name(t); }
-std::string_view short_name(dtype t) noexcept { return k_dtype_short_names.name(t); }
+std::string_view to_string(dtype t) noexcept { return nccl_name(t); }
 std::string_view to_string(reduce_op op) noexcept { return k_reduce_names.name(op); }
 std::string_view to_string(collective c) noexcept { return k_collective_names.name(c); }
 std::string_view to_string(algorithm a) noexcept { return k_algorithm_names.name(a); }
 std::string_view to_string(transport t) noexcept { return k_transport_names.name(t); }
 
-dtype parse_dtype(std::string_view name) { return k_dtype_names.parse(name); }
+dtype parse_dtype(std::string_view name) {
+  return keel::parse_dtype(name, k_all_dtypes, dtype_style::nccl);
+}
 reduce_op parse_reduce_op(std::string_view name) { return k_reduce_names.parse(name); }
 collective parse_collective(std::string_view name) { return k_collective_names.parse(name); }
 algorithm parse_algorithm(std::string_view name) { return k_algorithm_names.parse(name); }

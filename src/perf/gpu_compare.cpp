@@ -18,8 +18,8 @@ gpu_comparison compare_gpus(const gpu_spec& a, const gpu_spec& b) {
   row("l2_mb", a.l2_mb, b.l2_mb);
   row("tdp_w", a.tdp_w, b.tdp_w);
   row("price_usd", a.price_usd, b.price_usd);
-  const double ridge_a = a.peak(dtype::fp32).tflops * 1e12 / a.bandwidth_bytes_per_s();
-  const double ridge_b = b.peak(dtype::fp32).tflops * 1e12 / b.bandwidth_bytes_per_s();
+  const double ridge_a = a.peak(dtype::f32).tflops * 1e12 / a.bandwidth_bytes_per_s();
+  const double ridge_b = b.peak(dtype::f32).tflops * 1e12 / b.bandwidth_bytes_per_s();
   row("fp32_ridge_flops_per_byte", ridge_a, ridge_b);
   return out;
 }

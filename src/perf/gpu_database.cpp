@@ -88,16 +88,16 @@ peak_rate gpu_spec::peak(dtype t, bool tensor) const {
   std::vector<std::pair<std::string, std::string>> keys;  // key, note when chosen
   auto add = [&](const char* key, const char* note = "") { keys.emplace_back(key, note); };
   switch (t) {
-    case dtype::fp64:
+    case dtype::f64:
       if (tensor) add("fp64_tensor");
       add("fp64");
       break;
-    case dtype::fp32: add("fp32"); break;
+    case dtype::f32: add("fp32"); break;
     case dtype::tf32:
       if (tensor) add("tf32_tensor");
       add("fp32", "no TF32 tensor cores: runs as fp32");
       break;
-    case dtype::fp16:
+    case dtype::f16:
       if (tensor) add("fp16_tensor");
       add("fp16");
       add("fp32", "no fp16 rate: computed in fp32");
@@ -107,23 +107,24 @@ peak_rate gpu_spec::peak(dtype t, bool tensor) const {
       add("bf16");
       add("fp32", "no bf16 units (before compute capability 8.0): computed in fp32");
       break;
-    case dtype::fp8:
+    case dtype::f8:
       if (tensor) add("fp8_tensor");
       if (tensor) add("fp16_tensor", "no fp8 tensor cores (before 8.9): runs on fp16 tensor cores");
       add("fp16", "no fp8 units: computed in fp16");
       add("fp32", "no fp8 units: computed in fp32");
       break;
-    case dtype::int8:
+    case dtype::i8:
       if (tensor) add("int8_tensor");
       add("int8");
       add("fp32", "no int8 rate: computed at the fp32 rate");
       break;
-    case dtype::fp4:
+    case dtype::f4:
       if (tensor) add("fp4_tensor");
       if (tensor) add("fp8_tensor", "no fp4 tensor cores: runs as fp8");
       if (tensor) add("fp16_tensor", "no fp4/fp8 tensor cores: runs on fp16 tensor cores");
       add("fp32", "no fp4 units: computed in fp32");
       break;
+    default: add("fp32", "not a type of the model: computed at the fp32 rate"); break;
   }
   for (const auto& [key, note] : keys) {
     if (auto it = tflops.find(key); it != tflops.end()) return {it->second, key, false, note};

@@ -50,12 +50,12 @@ double elem_bytes(int t) {
 
 dtype dtype_of(int t) {
   switch (t) {
-    case onnx::TensorProto::DOUBLE: return dtype::fp64;
-    case onnx::TensorProto::FLOAT16: return dtype::fp16;
+    case onnx::TensorProto::DOUBLE: return dtype::f64;
+    case onnx::TensorProto::FLOAT16: return dtype::f16;
     case onnx::TensorProto::BFLOAT16: return dtype::bf16;
     case onnx::TensorProto::INT8:
-    case onnx::TensorProto::UINT8: return dtype::int8;
-    default: return dtype::fp32;
+    case onnx::TensorProto::UINT8: return dtype::i8;
+    default: return dtype::f32;
   }
 }
 

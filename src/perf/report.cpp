@@ -398,7 +398,7 @@ std::string model_chart(const model_result& x) {
   std::sort(points.begin(), points.end(),
             [](const svg_point& a, const svg_point& b) { return a.flops > b.flops; });
   if (points.size() > 24) points.resize(24);
-  const peak_rate peak = x.device.peak(dtype::fp32, x.tensor);
+  const peak_rate peak = x.device.peak(dtype::f32, x.tensor);
   return roofline_svg(rep.path + " on " + x.device.name, peak.tflops * 1e12,
                       x.device.bandwidth_bytes_per_s(), points);
 }

@@ -62,13 +62,13 @@ TEST(GpuDatabase, DerivesCudaCoreRatesFromTheProgrammingGuide) {
 
 TEST(GpuDatabase, PeakPicksTensorCoresAndFallsBackHonestly) {
   const gpu_spec& v100 = db().at("v100-sxm2");
-  EXPECT_EQ(v100.peak(dtype::fp16).key, "fp16_tensor");
-  EXPECT_EQ(v100.peak(dtype::fp16, false).key, "fp16");
+  EXPECT_EQ(v100.peak(dtype::f16).key, "fp16_tensor");
+  EXPECT_EQ(v100.peak(dtype::f16, false).key, "fp16");
   const peak_rate bf16 = v100.peak(dtype::bf16);
   EXPECT_EQ(bf16.key, "fp32");
   EXPECT_NE(bf16.note.find("before compute capability 8.0"), std::string::npos);
-  EXPECT_EQ(db().at("h100-sxm").peak(dtype::fp64).key, "fp64_tensor");
-  EXPECT_EQ(db().at("titan-v").peak(dtype::fp64).key, "fp64");
+  EXPECT_EQ(db().at("h100-sxm").peak(dtype::f64).key, "fp64_tensor");
+  EXPECT_EQ(db().at("titan-v").peak(dtype::f64).key, "fp64");
 }
 
 TEST(GpuDatabase, NamesAreForgivingButUnknownNamesSuggest) {

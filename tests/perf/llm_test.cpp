@@ -57,7 +57,7 @@ TEST(Llm, DecodeIsMemoryBoundAndReadsTheWeightsOnce) {
   // ~2 FLOPs per non-embedding parameter per token, plus attention over the cache.
   EXPECT_NEAR(r.total_flops / (2 * (6.738e9 - 0.131e9)), 1.0, 0.05);
   // An fp8 KV cache halves the cache bytes.
-  o.kv = dtype::fp8;
+  o.kv = dtype::f8;
   EXPECT_DOUBLE_EQ(analyze_llm(load_llm_config("llama-2-7b"), o, h100()).kv_bytes_per_token,
                    r.kv_bytes_per_token / 2);
 }

@@ -27,20 +27,20 @@ TEST(Ops, GemmCountsTwoFlopsPerMac) {
   const op_cost c = gemm_cost({1024, 2048, 512}, dtype::bf16);
   EXPECT_DOUBLE_EQ(c.flops, 2.0 * 1024 * 2048 * 512);
   EXPECT_DOUBLE_EQ(c.bytes, (1024.0 * 512 + 512.0 * 2048 + 1024.0 * 2048) * 2);
-  EXPECT_THROW(gemm_cost({0, 1, 1}, dtype::fp32), invalid_argument);
+  EXPECT_THROW(gemm_cost({0, 1, 1}, dtype::f32), invalid_argument);
 }
 
 TEST(Ops, SpmvFp64IsFarBelowEveryRidge) {
-  const op_cost c = spmv_cost({1e6, 1e6, 1e7}, dtype::fp64);
+  const op_cost c = spmv_cost({1e6, 1e6, 1e7}, dtype::f64);
   EXPECT_DOUBLE_EQ(c.flops, 2e7);
   // 12 bytes per nonzero + row pointers + x once + y once.
   EXPECT_DOUBLE_EQ(c.bytes, 1e7 * 12 + (1e6 + 1) * 4 + 1e6 * 8 + 1e6 * 8);
   for (const gpu_spec& g : gpu_database::builtin().gpus()) {
-    const peak_rate p = g.peak(dtype::fp64);
+    const peak_rate p = g.peak(dtype::f64);
     const roofline_point r = evaluate(c, p.tflops * 1e12, g.bandwidth_bytes_per_s());
     EXPECT_EQ(r.limit, bound::memory) << g.name;
   }
-  const op_cost worst = spmv_cost({1e6, 1e6, 1e7, 4, false}, dtype::fp64);
+  const op_cost worst = spmv_cost({1e6, 1e6, 1e7, 4, false}, dtype::f64);
   EXPECT_DOUBLE_EQ(worst.bytes - c.bytes, (1e7 - 1e6) * 8);
 }
 
@@ -56,24 +56,24 @@ TEST(Ops, Conv2dMatchesResNetStem) {
   dw.c = dw.k = dw.groups = 32, dw.h = dw.w = 10, dw.r = dw.s = 3, dw.pad_h = dw.pad_w = 1;
   EXPECT_DOUBLE_EQ(dw.macs(), 32.0 * 100 * 9);
   dw.groups = 3;
-  EXPECT_THROW(conv2d_cost(dw, dtype::fp32), invalid_argument);
+  EXPECT_THROW(conv2d_cost(dw, dtype::f32), invalid_argument);
 }
 
 TEST(Ops, AttentionFlashSavesTheScoreRoundTrip) {
   attention_shape s;
   s.heads = s.kv_heads = 32, s.q_len = s.kv_len = 128, s.head_dim = 128;
-  const op_cost flash = attention_cost(s, dtype::fp16);
+  const op_cost flash = attention_cost(s, dtype::f16);
   EXPECT_DOUBLE_EQ(flash.flops, 4.0 * 32 * 128 * 128 * 128 + 5.0 * 32 * 128 * 128);
   s.flash = false;
-  const op_cost unfused = attention_cost(s, dtype::fp16);
+  const op_cost unfused = attention_cost(s, dtype::f16);
   EXPECT_DOUBLE_EQ(unfused.bytes - flash.bytes, 4.0 * 32 * 128 * 128 * 2);
   // GQA with an fp8 KV cache reads fewer K/V bytes.
   s.flash = true, s.kv_heads = 8;
-  EXPECT_LT(attention_cost(s, dtype::fp16, dtype::fp8).bytes, flash.bytes);
+  EXPECT_LT(attention_cost(s, dtype::f16, dtype::f8).bytes, flash.bytes);
 }
 
 TEST(Ops, Elementwise) {
-  const op_cost c = elementwise_cost({1e6, 2, 1, 1}, dtype::fp32);
+  const op_cost c = elementwise_cost({1e6, 2, 1, 1}, dtype::f32);
   EXPECT_DOUBLE_EQ(c.flops, 1e6);
   EXPECT_DOUBLE_EQ(c.bytes, 12e6);
 }

@@ -12,9 +12,13 @@
 #include <string_view>
 #include <vector>
 
+#include "keel/core/dtype.hpp"
+
 namespace keel::comm {
 
-enum class dtype : std::uint8_t { f32, f64, f16, bf16, i32, i64, u8 };
+// Element types are keel::dtype (keel/core/dtype.hpp); comm's buffers are those of
+// k_all_dtypes below.
+using keel::dtype;
 enum class reduce_op : std::uint8_t { sum, prod, min, max, avg };
 enum class collective : std::uint8_t {
   allreduce,
@@ -38,7 +42,7 @@ enum class transport : std::uint8_t { auto_select, shm, tcp };
 
 std::size_t dtype_size(dtype t) noexcept;
 std::string_view to_string(dtype t) noexcept;       // nccl-tests name: "float", "half", ...
-std::string_view short_name(dtype t) noexcept;      // "f32", "f16", ...
+using keel::short_name;                             // "f32", "f16", ...
 std::string_view to_string(reduce_op op) noexcept;  // "sum", ...
 std::string_view to_string(collective c) noexcept;  // "allreduce", ...
 std::string_view to_string(algorithm a) noexcept;   // "auto", "ring", ...

@@ -51,7 +51,7 @@ struct onnx_node_cost {
                      // "reduce", "data", "view", "unknown"
   double macs = 0;
   op_cost cost;              // flops and bytes
-  dtype type = dtype::fp32;  // element type of the first output
+  dtype type = dtype::f32;  // element type of the first output
   std::vector<std::int64_t> output_shape;
   roofline_point point;
   std::string peak_key;  // the rate used: a peak key or "ceiling:<class>"
