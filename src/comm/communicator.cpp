@@ -188,8 +188,8 @@ call_info communicator::impl::begin(collective c, dtype t, reduce_op op, std::si
                      std::string(to_string(c)), seq_ + 1, abort_culprit_);
   }
   if (std::find(std::begin(k_all_dtypes), std::end(k_all_dtypes), t) == std::end(k_all_dtypes)) {
-    throw keel::invalid_argument(fmt::format("{}: dtype {} is not a buffer type of keel::comm",
-                                             to_string(c), name_of(t)));
+    throw keel::invalid_argument(
+        fmt::format("{}: dtype {} is not a buffer type of keel::comm", to_string(c), name_of(t)));
   }
   call_info call;
   call.coll = c;

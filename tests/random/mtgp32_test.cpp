@@ -19,8 +19,8 @@
 #include "keel/random/mtgp32.hpp"
 #include "keel/random/mtgp32_tables.hpp"
 
-#include "../../src/random/engines/normal_icdf.hpp"
 #include "../../src/random/cpu_kernels/simd.hpp"
+#include "../../src/random/engines/normal_icdf.hpp"
 
 namespace kr = keel::random;
 namespace kd = keel::random::detail;

@@ -1,5 +1,5 @@
-// cuRAND's inverse-CDF normals as keel computes them (src/random/engines/normal_icdf.hpp): the float
-// nearest to erfcinv and the fast path's error, keel's own double erfcinv, and libcurand's
+// cuRAND's inverse-CDF normals as keel computes them (src/random/engines/normal_icdf.hpp): the
+// float nearest to erfcinv and the fast path's error, keel's own double erfcinv, and libcurand's
 // (with the coefficients, when they are available) against a bisection in long double on a
 // sweep of the inputs 32-bit words produce; signs and zeros; the vector floats and doubles
 // against the scalar ones. Equality with libcurand's values is tested through the generators
@@ -15,8 +15,8 @@
 
 #include "keel/random/erfcinv_tables.hpp"
 
-#include "../../src/random/engines/normal_icdf.hpp"
 #include "../../src/random/cpu_kernels/simd.hpp"
+#include "../../src/random/engines/normal_icdf.hpp"
 
 namespace kd = keel::random::detail;
 

@@ -67,7 +67,7 @@ struct llm_options {
   double seq = 128;  // prefill: prompt length; decode: tokens already cached
   llm_phase phase = llm_phase::prefill;
   dtype weights = dtype::f16;  // weights and activations
-  std::optional<dtype> kv;      // KV-cache storage (default: weights)
+  std::optional<dtype> kv;     // KV-cache storage (default: weights)
   bool flash = false;
   bool tensor = true;
 };

@@ -50,7 +50,7 @@ struct onnx_node_cost {
   std::string kind;  // "matmul", "attention_matmul", "norm", "elementwise", "pool",
                      // "reduce", "data", "view", "unknown"
   double macs = 0;
-  op_cost cost;              // flops and bytes
+  op_cost cost;             // flops and bytes
   dtype type = dtype::f32;  // element type of the first output
   std::vector<std::int64_t> output_shape;
   roofline_point point;
