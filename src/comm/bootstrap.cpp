@@ -12,15 +12,14 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <thread>
-#include <type_traits>
 
 #include "algorithms.hpp"
 #include "comm_impl.hpp"
@@ -29,6 +28,7 @@
 #include "keel/core/error.hpp"
 #include "keel/core/log.hpp"
 #include "net.hpp"
+#include "parse.hpp"
 #include "reduce.hpp"
 #include "transport/tcp/tcp_transport.hpp"
 
@@ -69,26 +69,6 @@ std::vector<std::string> split(const std::string& text, char sep) {
   std::string part;
   while (std::getline(in, part, sep)) parts.push_back(part);
   return parts;
-}
-
-// A value another rank published in the store, parsed whole (std::from_chars, no
-// std::stoi surprises); `what` names it in the error.
-template <class T>
-T parse_published(const std::string& text, const char* what, int rank, int base = 10) {
-  T value{};
-  std::from_chars_result r;
-  if constexpr (std::is_floating_point_v<T>) {
-    r = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (r.ec == std::errc() && !std::isfinite(value)) r.ec = std::errc::result_out_of_range;
-  } else {
-    r = std::from_chars(text.data(), text.data() + text.size(), value, base);
-  }
-  if (text.empty() || r.ec != std::errc() || r.ptr != text.data() + text.size()) {
-    throw keel::backend_error(
-        fmt::format("bootstrap: rank {} published a bad {} in the store: '{}'", rank, what,
-                    text.substr(0, 64)));
-  }
-  return value;
 }
 
 double median(std::vector<double> v) {
@@ -141,6 +121,18 @@ communicator::impl::impl(store& s, int rank, int size, options o)
   }
   if (opts_.timeout.count() <= 0) throw keel::invalid_argument("timeout must be positive");
   opts_.reducer_rank = ((opts_.reducer_rank % size) + size) % size;
+  // The idle policy's overrides, read strictly before anything else happens (a typo must not
+  // silently become 0 or a different number).
+  std::optional<int> spin_override, yield_override;
+  constexpr long k_max_idle_us = 60L * 1000 * 1000;  // a minute
+  if (auto v = env("KEEL_COMM_SPIN_US")) {
+    spin_override =
+        static_cast<int>(detail::env_integer("KEEL_COMM_SPIN_US", *v, 0, k_max_idle_us));
+  }
+  if (auto v = env("KEEL_COMM_YIELD_US")) {
+    yield_override =
+        static_cast<int>(detail::env_integer("KEEL_COMM_YIELD_US", *v, 0, k_max_idle_us));
+  }
   p2p_send_seq_.assign(size, 0);
   p2p_recv_seq_.assign(size, 0);
   pairs_.resize(size);
@@ -167,8 +159,8 @@ communicator::impl::impl(store& s, int rank, int size, options o)
     cpu_set_t mine;
     CPU_ZERO(&mine);
     spin_yields_ = !(::sched_getaffinity(0, sizeof mine, &mine) == 0 && CPU_COUNT(&mine) == 1);
-    if (auto v = env("KEEL_COMM_SPIN_US")) spin_us_ = std::max(0, std::atoi(v->c_str()));
-    if (auto y = env("KEEL_COMM_YIELD_US")) yield_us_ = std::max(0, std::atoi(y->c_str()));
+    if (spin_override) spin_us_ = *spin_override;
+    if (yield_override) yield_us_ = *yield_override;
     if (opts_.tune) tune(s, prefix);
     // Everyone is past the store once this returns: the store's host may go away.
     detail::schedule sched(size_);
@@ -207,7 +199,7 @@ void communicator::impl::connect_all(store& s, const std::string& prefix) {
   if (nonce_text.size() != 16) {
     throw keel::backend_error(fmt::format("bootstrap: rank 0 published a bad nonce in the store"));
   }
-  const std::uint64_t nonce = parse_published<std::uint64_t>(nonce_text, "nonce", 0, 16);
+  const std::uint64_t nonce = detail::parse_published<std::uint64_t>(nonce_text, "nonce", 0, 16);
 
   // 2. Publish how to reach this rank.
   std::uint16_t port = 0;
@@ -234,7 +226,7 @@ void communicator::impl::connect_all(store& s, const std::string& prefix) {
       throw keel::backend_error(fmt::format("rank {} published a bad address", p));
     hosts[p] = parts[0];
     addrs[p] = parts[1];
-    const auto port_number = parse_published<std::uint32_t>(parts[2], "port", p);
+    const auto port_number = detail::parse_published<std::uint32_t>(parts[2], "port", p);
     if (port_number < 1 || port_number > 65535) {
       throw keel::backend_error(
           fmt::format("bootstrap: rank {} published port {}", p, port_number));
@@ -453,10 +445,12 @@ void communicator::impl::tune(store& s, const std::string& prefix) {
       throw keel::backend_error(fmt::format("bootstrap: rank {} published bad measurements", p));
     }
     if (parts.size() == 4) {
-      (parts[0] == "shm" ? as : at).push_back(parse_published<double>(parts[1], "latency", p));
-      (parts[0] == "shm" ? bs : bt).push_back(parse_published<double>(parts[2], "bandwidth", p));
+      (parts[0] == "shm" ? as : at)
+          .push_back(detail::parse_published<double>(parts[1], "latency", p));
+      (parts[0] == "shm" ? bs : bt)
+          .push_back(detail::parse_published<double>(parts[2], "bandwidth", p));
     }
-    gs.push_back(parse_published<double>(parts.back(), "reduction cost", p));
+    gs.push_back(detail::parse_published<double>(parts.back(), "reduction cost", p));
   }
   if (!as.empty()) model_.alpha_shm = median(as), model_.beta_shm = median(bs);
   if (!at.empty()) model_.alpha_tcp = median(at), model_.beta_tcp = median(bt);

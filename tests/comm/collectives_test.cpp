@@ -15,6 +15,7 @@
 #include "algorithms.hpp"
 #include "keel/comm/communicator.hpp"
 #include "keel/comm/selftest.hpp"
+#include "keel/core/error.hpp"
 #include "keel/core/log.hpp"
 #include "net.hpp"
 #include "rank_threads.hpp"
@@ -280,6 +281,38 @@ TEST(CommCollectives, EnvironmentOverridesOptions) {
   ::setenv("KEEL_COMM_TIMEOUT", "soon", 1);
   EXPECT_THROW(options::from_env(), keel::invalid_argument);
   ::unsetenv("KEEL_COMM_TIMEOUT");
+}
+
+// The idle policy's variables are read strictly: "5ms", "", "-1" or " 7" used to become 5, 0,
+// 0 and 7 through atoi; now every rank refuses them with one line naming the variable.
+TEST(CommCollectives, IdlePolicyVariablesAreParsedStrictly) {
+  for (const char* name : {"KEEL_COMM_SPIN_US", "KEEL_COMM_YIELD_US"}) {
+    for (const char* bad : {"5ms", "-1", " 7", "99999999999999999999", "0x10", "1e3"}) {
+      ::setenv(name, bad, 1);
+      const auto errors = run_ranks(2, quick(transport::shm), [](communicator&) {});
+      ::unsetenv(name);
+      for (const auto& e : errors) {
+        ASSERT_TRUE(e) << name << "=" << bad;
+        try {
+          std::rethrow_exception(e);
+        } catch (const keel::invalid_argument& x) {
+          const std::string what = x.what();
+          EXPECT_NE(what.find(name), std::string::npos) << what;
+          EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+        }
+      }
+    }
+  }
+  ::setenv("KEEL_COMM_SPIN_US", "0", 1);
+  ::setenv("KEEL_COMM_YIELD_US", "250", 1);
+  const auto errors = run_ranks(2, quick(transport::shm), [](communicator& c) {
+    double x = 1;
+    c.allreduce(&x, &x, 1, dtype::f64, reduce_op::sum);
+    EXPECT_EQ(x, 2);
+  });
+  ::unsetenv("KEEL_COMM_SPIN_US");
+  ::unsetenv("KEEL_COMM_YIELD_US");
+  test::rethrow_first(errors);
 }
 
 TEST(CommCollectives, SendRecvOrderedPerPeer) {

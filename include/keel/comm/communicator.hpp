@@ -24,7 +24,10 @@
 //
 // Environment: KEEL_COMM_ALGO (auto or an algorithm name; per-call options win),
 // KEEL_COMM_TRANSPORT (auto, shm, tcp), KEEL_COMM_TIMEOUT (seconds), KEEL_COMM_CHUNK (bytes,
-// e.g. 256K), KEEL_LOG=info prints each algorithm choice with the model's estimates.
+// e.g. 256K), KEEL_COMM_SPIN_US / KEEL_COMM_YIELD_US (the idle policy's busy-poll and yield
+// periods, integers in [0, 60000000]; read by the constructor, which throws
+// keel::invalid_argument naming the variable on anything else), KEEL_LOG=info prints each
+// algorithm choice with the model's estimates.
 #pragma once
 
 #include <cstddef>
