@@ -154,13 +154,23 @@ communicator::impl::impl(store& s, int rank, int size, options o)
     int local = 0;
     for (int p = 0; p < size; ++p) local += transport_of_[p] == transport::shm || p == rank;
     const bool oversubscribed = local > cpus;
-    spin_us_ = oversubscribed ? 0 : 100000;
-    yield_us_ = oversubscribed ? 2000 : 0;
+    detail::idle_policy idle;
+    idle.spin_us = oversubscribed ? 0 : 100000;
+    idle.yield_us = oversubscribed ? 2000 : 0;
     cpu_set_t mine;
     CPU_ZERO(&mine);
-    spin_yields_ = !(::sched_getaffinity(0, sizeof mine, &mine) == 0 && CPU_COUNT(&mine) == 1);
-    if (spin_override) spin_us_ = *spin_override;
-    if (yield_override) yield_us_ = *yield_override;
+    idle.spin_yields = !(::sched_getaffinity(0, sizeof mine, &mine) == 0 && CPU_COUNT(&mine) == 1);
+    if (spin_override) idle.spin_us = *spin_override;
+    if (yield_override) idle.yield_us = *yield_override;
+    detail::links l;
+    l.rank = rank_;
+    l.chunk_bytes = opts_.chunk_bytes;
+    l.pairs = &pairs_;
+    l.shm = shm_.get();
+    l.epoll_fd = epoll_fd_;
+    progress_ = std::make_unique<detail::progress>(
+        l, [this](int culprit, const std::string& reason) { abort_all(culprit, reason); });
+    progress_->policy = idle;
     if (opts_.tune) tune(s, prefix);
     // Everyone is past the store once this returns: the store's host may go away.
     detail::schedule sched(size_);

@@ -1,0 +1,70 @@
+// The progress engine (internal): runs one schedule (engine.hpp) to completion over the
+// communicator's pairs, or throws.
+//
+// run() steps every queue head without blocking — a send stages chunks while the pair has
+// room and its gates allow, a receive copies or reduces chunks out of the pair in place —
+// until no queue moves. Then it waits by the idle policy: busy-poll for spin_us (reading the
+// clock only every 64th poll), sched_yield() for yield_us, then sleep on the transports'
+// wait primitive until something arrives or the call's deadline passes. Before sleeping it
+// checks that the shm peers it waits for are alive, and publishes whom it waits for, so that
+// a stall is traced to the rank that never came. A failure (timeout, dead or aborted peer,
+// mismatched call) is reported to `on_abort` (which tells the peers) and thrown as the
+// public error naming the collective, its sequence number and the rank to blame.
+//
+// One thread at a time per progress object; it keeps per-queue state between calls so that
+// a small collective allocates nothing.
+#pragma once
+
+#include <array>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine.hpp"
+#include "transport/pair.hpp"
+#include "transport/shm/shm_transport.hpp"
+
+namespace keel::comm::detail {
+
+// What a rank does when nothing moves (the communicator sets it from the CPU count, the
+// rank's affinity and KEEL_COMM_SPIN_US / KEEL_COMM_YIELD_US).
+struct idle_policy {
+  int spin_us = 100000;     // busy-poll this long when idle (0 when oversubscribed)
+  int yield_us = 0;         // then sched_yield() this long, then sleep on futex / epoll
+  bool spin_yields = true;  // sched_yield() now and then while spinning (not pinned)
+};
+
+// The communicator's links, which progress drives but does not own.
+struct links {
+  int rank = 0;
+  std::size_t chunk_bytes = 0;
+  std::vector<std::array<std::unique_ptr<pair>, k_channels>>* pairs = nullptr;
+  shm_domain* shm = nullptr;
+  int epoll_fd = -1;
+};
+
+class progress {
+ public:
+  using abort_fn = std::function<void(int culprit, const std::string& reason)>;
+  progress(links l, abort_fn on_abort) : links_(l), on_abort_(std::move(on_abort)) {}
+
+  void run(schedule& s, const call_info& call);
+
+  idle_policy policy;
+
+ private:
+  struct queue_state {
+    const std::vector<int>* ops;
+    std::size_t head = 0;
+    pair* p = nullptr;
+    int peer = -1;
+    bool is_recv = false;
+    bool is_shm = false;
+  };
+  links links_;
+  abort_fn on_abort_;
+  std::vector<queue_state> queues_;  // reused by every call
+};
+
+}  // namespace keel::comm::detail
