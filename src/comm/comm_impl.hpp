@@ -11,8 +11,7 @@
 #include "engine.hpp"
 #include "keel/comm/communicator.hpp"
 #include "progress.hpp"
-#include "transport/pair.hpp"
-#include "transport/shm/shm_transport.hpp"
+#include "transport/device.hpp"
 
 namespace keel::comm {
 
@@ -36,10 +35,10 @@ class communicator::impl {
   bool any_tcp_ = false;
   std::uint64_t seq_ = 0;
   std::vector<std::uint64_t> p2p_send_seq_, p2p_recv_seq_;
-  std::vector<std::array<std::unique_ptr<detail::pair>, detail::k_channels>> pairs_;
   std::vector<transport> transport_of_;
-  std::unique_ptr<detail::shm_domain> shm_;
-  int epoll_fd_ = -1;
+  // The transports' devices (shm, tcp), and per peer the index of the one that reaches it.
+  std::vector<std::unique_ptr<detail::device>> devices_;
+  std::vector<int> device_of_;
   bool aborted_ = false;
   std::string abort_reason_;
   int abort_culprit_ = -1;
@@ -52,8 +51,6 @@ class communicator::impl {
 
  private:
   void connect_all(store& s, const std::string& prefix);
-  void accept_peers(int listen_fd, int expected, std::uint64_t nonce,
-                    std::chrono::steady_clock::time_point deadline);
   void tune(store& s, const std::string& prefix);
   void abort_all(int culprit, const std::string& reason) noexcept;
 };

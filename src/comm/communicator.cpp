@@ -2,25 +2,11 @@
 // in bootstrap.cpp).
 #include "keel/comm/communicator.hpp"
 
-#include <poll.h>
-#include <sched.h>
-#include <sys/epoll.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <charconv>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <random>
-#include <sstream>
-#include <thread>
-#include <type_traits>
 
 #include "algorithms.hpp"
 #include "comm_impl.hpp"
@@ -28,17 +14,9 @@
 #include "keel/core/bytes.hpp"
 #include "keel/core/error.hpp"
 #include "keel/core/log.hpp"
-#include "net.hpp"
 #include "reduce.hpp"
-#include "transport/tcp/tcp_transport.hpp"
 
 namespace keel::comm {
-namespace {
-
-using steady = std::chrono::steady_clock;
-
-}  // namespace
-
 // ------------------------------------------------------------------ choice
 
 namespace {
@@ -219,7 +197,7 @@ std::unique_ptr<communicator> communicator::from_env(options opts) {
   auto c = std::make_unique<communicator>(*st, e.rank, e.size, opts);
   // Every rank is past the store now (the constructor ends with a barrier): nobody needs to
   // connect to it any more, so rank 0 stops listening unless the job asked to keep it.
-  if (auto* tcp = dynamic_cast<tcp_store*>(st.get()); tcp && !e.store_keep) tcp->stop_listening();
+  if (!e.store_keep) st->stop_listening();
   c->owned_store_ = std::move(st);
   return c;
 }

@@ -2,7 +2,6 @@
 #include "progress.hpp"
 
 #include <sched.h>
-#include <sys/epoll.h>
 
 #include <fmt/format.h>
 
@@ -48,6 +47,9 @@ inline void cpu_relax() {
 
 }  // namespace
 
+detail::progress::progress(links l, abort_fn on_abort)
+    : links_(std::move(l)), on_abort_(std::move(on_abort)), waiter_(links_.devices) {}
+
 void detail::progress::run(detail::schedule& s, const call_info& call) {
   const std::size_t elem = dtype_size(call.type);
   const std::size_t chunk = links_.chunk_bytes;
@@ -57,8 +59,11 @@ void detail::progress::run(detail::schedule& s, const call_info& call) {
     if (s.queues[q].empty()) continue;
     const int peer = static_cast<int>(q / 2 / detail::k_channels);
     const int channel = static_cast<int>(q / 2 % detail::k_channels);
-    detail::pair* p = (*links_.pairs)[peer][channel].get();
-    queues.push_back({&s.queues[q], 0, p, peer, (q & 1) != 0, p->is_shm()});
+    const int dev = links_.device_of[static_cast<std::size_t>(peer)];
+    device* d = links_.devices[static_cast<std::size_t>(dev)];
+    detail::pair* p = d->pair_to(peer, channel);
+    queues.push_back({&s.queues[q], 0, p, peer, (q & 1) != 0, d->kind() == transport::tcp,
+                      static_cast<std::uint8_t>(dev)});
   }
 
   auto gate_ok = [&](const op& o) {
@@ -185,20 +190,19 @@ void detail::progress::run(detail::schedule& s, const call_info& call) {
 
   const std::uint64_t call_id = (static_cast<std::uint64_t>(call.coll) << 56) ^ call.seq;
   struct waiting_reset {
-    detail::shm_domain* shm;
+    const std::vector<device*>& devices;
     ~waiting_reset() {
-      if (shm) shm->set_waiting(0, -1);
+      for (device* d : devices) d->set_waiting(0, -1);
     }
-  } reset_waiting{links_.shm};
-  bool uses_shm = false;
-  bool uses_tcp = false;
-  for (const auto& q : queues) (q.is_shm ? uses_shm : uses_tcp) = true;
+  } reset_waiting{links_.devices};
+  std::uint32_t uses = 0;  // the devices this call waits on, a bit each
+  for (const auto& q : queues) uses |= 1u << q.dev;
 
   auto progress = [&](bool& finished) {
     bool moved = false;
     finished = true;
     for (auto& q : queues) {
-      if (!q.is_shm) moved |= q.p->flush();
+      if (q.flushes) moved |= q.p->flush();
       while (q.head < q.ops->size()) {
         op& o = s.ops[(*q.ops)[q.head]];
         moved |= q.is_recv ? step_recv(o, *q.p) : step_send(o, *q.p);
@@ -269,9 +273,7 @@ void detail::progress::run(detail::schedule& s, const call_info& call) {
           }
         }
         const op& o = s.ops[(*blame->ops)[blame->head]];
-        const int missing = links_.shm && blame->p->is_shm()
-                                ? links_.shm->root_of_stall(call_id, blame->peer)
-                                : blame->peer;
+        const int missing = links_.devices[blame->dev]->root_of_stall(call_id, blame->peer);
         throw engine_error{
             engine_error::timeout, missing,
             fmt::format("timed out after {} ms waiting for rank {} ({} {}/{} bytes of message "
@@ -285,11 +287,11 @@ void detail::progress::run(detail::schedule& s, const call_info& call) {
       }
       // Before sleeping: are the peers we wait for still there?
       bool recovered = false;
-      if (links_.shm && now - last_health >= std::chrono::milliseconds(20)) {
+      if (now - last_health >= std::chrono::milliseconds(20)) {
         last_health = now;
         for (const auto& q : queues) {
-          if (q.head >= q.ops->size() || !q.p->is_shm()) continue;
-          const detail::peer_health h = links_.shm->health(q.peer);
+          if (q.head >= q.ops->size()) continue;
+          const detail::peer_health h = links_.devices[q.dev]->health(q.peer);
           if (h.ok) continue;
           bool again = false;
           if (progress(again)) {  // data it left behind is still usable
@@ -313,7 +315,7 @@ void detail::progress::run(detail::schedule& s, const call_info& call) {
           1, static_cast<int>(
                  std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count()) +
                  1);
-      if (links_.shm) {  // tell local peers whom we wait for
+      {  // tell the peers whom we wait for
         int waiting_for = -1;
         for (const auto& q : queues) {
           if (q.head < q.ops->size() && (waiting_for < 0 || q.is_recv)) {
@@ -321,29 +323,13 @@ void detail::progress::run(detail::schedule& s, const call_info& call) {
             if (q.is_recv) break;
           }
         }
-        links_.shm->set_waiting(call_id, waiting_for);
+        for (device* d : links_.devices) d->set_waiting(call_id, waiting_for);
       }
-      if (uses_shm) {
-        links_.shm->announce_sleep();
-        const std::uint32_t bell = links_.shm->bell();
-        bool again = false;
-        if (progress(again)) {
-          links_.shm->end_sleep();
-          idle = false;
-          continue;
-        }
-        if (uses_tcp) {
-          links_.shm->end_sleep();
-          epoll_event ev[16];
-          ::epoll_wait(links_.epoll_fd, ev, 16, 1);
-        } else {
-          links_.shm->sleep(bell, std::min(left_ms, 50));
-          links_.shm->end_sleep();
-        }
-      } else {
-        epoll_event ev[16];
-        ::epoll_wait(links_.epoll_fd, ev, 16, std::min(left_ms, 50));
-      }
+      const bool again = waiter_.wait(uses, std::min(left_ms, 50), [&] {
+        bool done = false;
+        return progress(done);
+      });
+      if (again) idle = false;
     }
   } catch (const engine_error& e) {
     const std::string message =

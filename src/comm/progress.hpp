@@ -5,9 +5,10 @@
 // room and its gates allow, a receive copies or reduces chunks out of the pair in place —
 // until no queue moves. Then it waits by the idle policy: busy-poll for spin_us (reading the
 // clock only every 64th poll), sched_yield() for yield_us, then sleep on the transports'
-// wait primitive until something arrives or the call's deadline passes. Before sleeping it
-// checks that the shm peers it waits for are alive, and publishes whom it waits for, so that
-// a stall is traced to the rank that never came. A failure (timeout, dead or aborted peer,
+// primitive (waiter.hpp: the devices' futex, epoll, or both at once) until something arrives
+// or the call's deadline passes. Before sleeping it asks the devices whether the peers it
+// waits for are alive, and publishes whom it waits for, so that a stall is traced to the
+// rank that never came. A failure (timeout, dead or aborted peer,
 // mismatched call) is reported to `on_abort` (which tells the peers) and thrown as the
 // public error naming the collective, its sequence number and the rank to blame.
 //
@@ -16,14 +17,16 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "engine.hpp"
+#include "transport/device.hpp"
 #include "transport/pair.hpp"
-#include "transport/shm/shm_transport.hpp"
+#include "transport/waiter.hpp"
 
 namespace keel::comm::detail {
 
@@ -35,19 +38,18 @@ struct idle_policy {
   bool spin_yields = true;  // sched_yield() now and then while spinning (not pinned)
 };
 
-// The communicator's links, which progress drives but does not own.
+// The communicator's devices, which progress drives but does not own.
 struct links {
   int rank = 0;
   std::size_t chunk_bytes = 0;
-  std::vector<std::array<std::unique_ptr<pair>, k_channels>>* pairs = nullptr;
-  shm_domain* shm = nullptr;
-  int epoll_fd = -1;
+  std::vector<device*> devices;
+  std::vector<int> device_of;  // per peer: index into devices (-1: this rank)
 };
 
 class progress {
  public:
   using abort_fn = std::function<void(int culprit, const std::string& reason)>;
-  progress(links l, abort_fn on_abort) : links_(l), on_abort_(std::move(on_abort)) {}
+  progress(links l, abort_fn on_abort);
 
   void run(schedule& s, const call_info& call);
 
@@ -60,10 +62,12 @@ class progress {
     pair* p = nullptr;
     int peer = -1;
     bool is_recv = false;
-    bool is_shm = false;
+    bool flushes = false;  // a tcp pair: push what is queued before anything else
+    std::uint8_t dev = 0;  // index into links_.devices
   };
   links links_;
   abort_fn on_abort_;
+  waiter waiter_;
   std::vector<queue_state> queues_;  // reused by every call
 };
 
