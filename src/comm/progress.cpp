@@ -222,8 +222,9 @@ void detail::progress::run(detail::schedule& s, const call_info& call) {
     bool idle = false;
     const auto spin = std::chrono::microseconds(policy.spin_us);
     const auto yield = std::chrono::microseconds(policy.yield_us);
-    unsigned polls = 0;     // idle polls since the clock was last read
-    bool spinning = false;  // idle, and still within the busy-poll period
+    unsigned polls = 0;              // idle polls since the clock was last read
+    bool spinning = false;           // idle, and still within the busy-poll period
+    steady::time_point last_read{};  // the previous clock read of this spin
     while (true) {
       bool finished = false;
       const bool moved = progress(finished);
@@ -237,6 +238,7 @@ void detail::progress::run(detail::schedule& s, const call_info& call) {
       if (!idle) {  // a new idle period: the clock is first read 64 polls into it
         idle = true;
         idle_since = steady::time_point{};
+        last_read = steady::time_point{};
         polls = 0;
         spinning = spin.count() > 0;
       }
@@ -250,7 +252,17 @@ void detail::progress::run(detail::schedule& s, const call_info& call) {
         if (last_health == steady::time_point{}) last_health = now;
         if (deadline == steady::time_point{}) deadline = now + call.timeout;
       }
-      spinning = now - idle_since < spin;
+      // Spinning reads the clock every few microseconds; a longer gap means the kernel ran
+      // someone else on this CPU meanwhile. Then the CPU is shared, and a spinning rank only
+      // burns the time slice it will need once its peer answers — while a sleeping one is
+      // woken by the peer's doorbell and, having slept, preempts whoever runs. So after a
+      // preemption the rank spins only briefly before it sleeps, for a while.
+      if (spinning && last_read != steady::time_point{} && now - last_read > k_preempted) {
+        contended_until_ = now + k_contended_for;
+      }
+      last_read = now;
+      spinning =
+          now - idle_since < (now < contended_until_ ? std::min(spin, k_contended_spin) : spin);
       if (spinning) {
         // Idle for over a millisecond: the peer is likely not running at all. If it shares
         // this CPU (unbound ranks on a busy machine), spinning through our time slice would

@@ -1,22 +1,27 @@
 // The progress engine (internal): runs one schedule (engine.hpp) to completion over the
-// communicator's pairs, or throws.
+// communicator's devices' pairs, or throws.
 //
 // run() steps every queue head without blocking — a send stages chunks while the pair has
 // room and its gates allow, a receive copies or reduces chunks out of the pair in place —
 // until no queue moves. Then it waits by the idle policy: busy-poll for spin_us (reading the
-// clock only every 64th poll), sched_yield() for yield_us, then sleep on the transports'
-// primitive (waiter.hpp: the devices' futex, epoll, or both at once) until something arrives
-// or the call's deadline passes. Before sleeping it asks the devices whether the peers it
-// waits for are alive, and publishes whom it waits for, so that a stall is traced to the
-// rank that never came. A failure (timeout, dead or aborted peer,
-// mismatched call) is reported to `on_abort` (which tells the peers) and thrown as the
-// public error naming the collective, its sequence number and the rank to blame.
+// clock only every 64th poll), sched_yield() for yield_us, then sleep on the devices' wait
+// primitive (waiter.hpp: futex, epoll, or both at once) until something arrives or the
+// call's deadline passes. A gap between two clock reads of a spin means the kernel ran
+// someone else on this CPU meanwhile: the CPU is shared, and for the next second the rank
+// spins at most 250 us before it sleeps (a spinning rank burns the time slice it needs once
+// its peer answers; a sleeping one is woken by the peer's doorbell and preempts whoever
+// runs). Before sleeping it asks the devices whether the peers it waits for are alive, and
+// publishes whom it waits for, so that a stall is traced to the rank that never came. A
+// failure (timeout, dead or aborted peer, mismatched call) is reported to `on_abort` (which
+// tells the peers) and thrown as the public error naming the collective, its sequence
+// number and the rank to blame.
 //
 // One thread at a time per progress object; it keeps per-queue state between calls so that
 // a small collective allocates nothing.
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -65,6 +70,12 @@ class progress {
     bool flushes = false;  // a tcp pair: push what is queued before anything else
     std::uint8_t dev = 0;  // index into links_.devices
   };
+  // A preemption seen while spinning (a clock gap over k_preempted) makes spins at most
+  // k_contended_spin long until contended_until_.
+  static constexpr std::chrono::microseconds k_preempted{200};
+  static constexpr std::chrono::microseconds k_contended_spin{250};
+  static constexpr std::chrono::seconds k_contended_for{1};
+  std::chrono::steady_clock::time_point contended_until_{};
   links links_;
   abort_fn on_abort_;
   waiter waiter_;
