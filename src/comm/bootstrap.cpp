@@ -2,25 +2,21 @@
 // shared-memory segments and the TCP mesh, the cost model's measurement, and abort.
 #include "keel/comm/communicator.hpp"
 
-#include <poll.h>
 #include <sched.h>
-#include <sys/epoll.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <thread>
-#include <type_traits>
 
 #include "algorithms.hpp"
 #include "comm_impl.hpp"
@@ -29,8 +25,10 @@
 #include "keel/core/error.hpp"
 #include "keel/core/log.hpp"
 #include "net.hpp"
+#include "parse.hpp"
 #include "reduce.hpp"
-#include "transport/tcp/tcp_transport.hpp"
+#include "transport/shm/shm_device.hpp"
+#include "transport/tcp/tcp_device.hpp"
 
 namespace keel::comm {
 namespace {
@@ -71,39 +69,10 @@ std::vector<std::string> split(const std::string& text, char sep) {
   return parts;
 }
 
-// A value another rank published in the store, parsed whole (std::from_chars, no
-// std::stoi surprises); `what` names it in the error.
-template <class T>
-T parse_published(const std::string& text, const char* what, int rank, int base = 10) {
-  T value{};
-  std::from_chars_result r;
-  if constexpr (std::is_floating_point_v<T>) {
-    r = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (r.ec == std::errc() && !std::isfinite(value)) r.ec = std::errc::result_out_of_range;
-  } else {
-    r = std::from_chars(text.data(), text.data() + text.size(), value, base);
-  }
-  if (text.empty() || r.ec != std::errc() || r.ptr != text.data() + text.size()) {
-    throw keel::backend_error(
-        fmt::format("bootstrap: rank {} published a bad {} in the store: '{}'", rank, what,
-                    text.substr(0, 64)));
-  }
-  return value;
-}
-
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
 }
-
-struct hello {
-  std::uint32_t magic = detail::k_chunk_magic;
-  std::int32_t rank = -1;
-  std::int32_t channel = -1;
-  std::uint32_t pad = 0;
-  std::uint64_t nonce = 0;
-};
-
 }  // namespace
 
 // ------------------------------------------------------------------ options
@@ -141,9 +110,20 @@ communicator::impl::impl(store& s, int rank, int size, options o)
   }
   if (opts_.timeout.count() <= 0) throw keel::invalid_argument("timeout must be positive");
   opts_.reducer_rank = ((opts_.reducer_rank % size) + size) % size;
+  // The idle policy's overrides, read strictly before anything else happens (a typo must not
+  // silently become 0 or a different number).
+  std::optional<int> spin_override, yield_override;
+  constexpr long k_max_idle_us = 60L * 1000 * 1000;  // a minute
+  if (auto v = env("KEEL_COMM_SPIN_US")) {
+    spin_override =
+        static_cast<int>(detail::env_integer("KEEL_COMM_SPIN_US", *v, 0, k_max_idle_us));
+  }
+  if (auto v = env("KEEL_COMM_YIELD_US")) {
+    yield_override =
+        static_cast<int>(detail::env_integer("KEEL_COMM_YIELD_US", *v, 0, k_max_idle_us));
+  }
   p2p_send_seq_.assign(size, 0);
   p2p_recv_seq_.assign(size, 0);
-  pairs_.resize(size);
   transport_of_.assign(size, transport::auto_select);
   const std::string prefix =
       opts_.name.empty()
@@ -162,13 +142,22 @@ communicator::impl::impl(store& s, int rank, int size, options o)
     int local = 0;
     for (int p = 0; p < size; ++p) local += transport_of_[p] == transport::shm || p == rank;
     const bool oversubscribed = local > cpus;
-    spin_us_ = oversubscribed ? 0 : 100000;
-    yield_us_ = oversubscribed ? 2000 : 0;
+    detail::idle_policy idle;
+    idle.spin_us = oversubscribed ? 0 : 100000;
+    idle.yield_us = oversubscribed ? 2000 : 0;
     cpu_set_t mine;
     CPU_ZERO(&mine);
-    spin_yields_ = !(::sched_getaffinity(0, sizeof mine, &mine) == 0 && CPU_COUNT(&mine) == 1);
-    if (auto v = env("KEEL_COMM_SPIN_US")) spin_us_ = std::max(0, std::atoi(v->c_str()));
-    if (auto y = env("KEEL_COMM_YIELD_US")) yield_us_ = std::max(0, std::atoi(y->c_str()));
+    idle.spin_yields = !(::sched_getaffinity(0, sizeof mine, &mine) == 0 && CPU_COUNT(&mine) == 1);
+    if (spin_override) idle.spin_us = *spin_override;
+    if (yield_override) idle.yield_us = *yield_override;
+    detail::links l;
+    l.rank = rank_;
+    l.chunk_bytes = opts_.chunk_bytes;
+    for (auto& d : devices_) l.devices.push_back(d.get());
+    l.device_of = device_of_;
+    progress_ = std::make_unique<detail::progress>(
+        l, [this](int culprit, const std::string& reason) { abort_all(culprit, reason); });
+    progress_->policy = idle;
     if (opts_.tune) tune(s, prefix);
     // Everyone is past the store once this returns: the store's host may go away.
     detail::schedule sched(size_);
@@ -183,8 +172,8 @@ communicator::impl::impl(store& s, int rank, int size, options o)
 }
 
 communicator::impl::~impl() {
-  if (shm_) shm_->close();
-  if (epoll_fd_ >= 0) ::close(epoll_fd_);
+  progress_.reset();
+  for (auto& d : devices_) d->close();
 }
 
 void communicator::impl::connect_all(store& s, const std::string& prefix) {
@@ -207,25 +196,21 @@ void communicator::impl::connect_all(store& s, const std::string& prefix) {
   if (nonce_text.size() != 16) {
     throw keel::backend_error(fmt::format("bootstrap: rank 0 published a bad nonce in the store"));
   }
-  const std::uint64_t nonce = parse_published<std::uint64_t>(nonce_text, "nonce", 0, 16);
+  const std::uint64_t nonce = detail::parse_published<std::uint64_t>(nonce_text, "nonce", 0, 16);
 
-  // 2. Publish how to reach this rank.
-  std::uint16_t port = 0;
-  // A rank reachable at a loopback address only (a single-host job) listens there only.
+  // 2. Publish how to reach this rank. A rank reachable at a loopback address only (a
+  //    single-host job) listens there only.
   const std::string advertised = advertised_address();
   bool loopback = false;
   try {
     loopback = net::is_loopback(advertised);
   } catch (const keel::error&) {
   }
-  const int listen_fd = net::listen_on(loopback ? advertised : "0.0.0.0", 0, port);
-  struct closer {
-    int fd;
-    ~closer() { ::close(fd); }
-  } listen_closer{listen_fd};
-  const std::string me = host_identity();
+  auto tcp = std::make_unique<detail::tcp_device>(rank_, size_, opts_.chunk_bytes,
+                                                  loopback ? advertised : "0.0.0.0");
+  const std::string me = opts_.host_id.empty() ? host_identity() : opts_.host_id;
   s.set_string(fmt::format("{}/info/{}", prefix, rank_),
-               fmt::format("{}|{}|{}|{}", me, advertised, port, ::getpid()));
+               fmt::format("{}|{}|{}|{}", me, advertised, tcp->port(), ::getpid()));
   std::vector<std::string> hosts(size_), addrs(size_);
   std::vector<std::uint16_t> ports(size_);
   for (int p = 0; p < size_; ++p) {
@@ -234,7 +219,7 @@ void communicator::impl::connect_all(store& s, const std::string& prefix) {
       throw keel::backend_error(fmt::format("rank {} published a bad address", p));
     hosts[p] = parts[0];
     addrs[p] = parts[1];
-    const auto port_number = parse_published<std::uint32_t>(parts[2], "port", p);
+    const auto port_number = detail::parse_published<std::uint32_t>(parts[2], "port", p);
     if (port_number < 1 || port_number > 65535) {
       throw keel::backend_error(
           fmt::format("bootstrap: rank {} published port {}", p, port_number));
@@ -242,6 +227,7 @@ void communicator::impl::connect_all(store& s, const std::string& prefix) {
     ports[p] = static_cast<std::uint16_t>(port_number);
   }
   std::vector<int> local;
+  std::vector<detail::tcp_device::endpoint> remote;
   for (int p = 0; p < size_; ++p) {
     const bool same_host = hosts[p] == me;
     if (opts_.transport_kind == transport::shm && !same_host) {
@@ -250,148 +236,43 @@ void communicator::impl::connect_all(store& s, const std::string& prefix) {
     }
     const bool shm = same_host && opts_.transport_kind != transport::tcp;
     transport_of_[p] = p == rank_ ? transport::shm : (shm ? transport::shm : transport::tcp);
-    if (shm) local.push_back(p);
-    if (!shm) any_tcp_ = true;
+    if (shm) {
+      local.push_back(p);
+    } else {
+      any_tcp_ = true;
+      detail::tcp_device::endpoint e;
+      e.rank = p;
+      e.host = same_host ? std::string("127.0.0.1") : addrs[p];
+      e.port = ports[p];
+      remote.push_back(e);
+    }
   }
 
   // 3. Shared memory among the ranks of this host.
+  device_of_.assign(static_cast<std::size_t>(size_), -1);
   if (local.size() > 1) {
-    const std::string job = env("KEEL_COMM_JOB").value_or("j");
-    shm_ = std::make_unique<detail::shm_domain>(fmt::format("/keel-{}-{}", job, nonce_text), rank_,
-                                                local, opts_.chunk_bytes, opts_.shm_slots);
-    try {
-      s.set_string(fmt::format("{}/shm/{}", prefix, rank_), "1");
-      std::vector<std::string> keys;
-      for (int p : local) keys.push_back(fmt::format("{}/shm/{}", prefix, p));
-      s.wait(keys, left());
-      shm_->map_peers();
-      s.set_string(fmt::format("{}/mapped/{}", prefix, rank_), "1");
-      keys.clear();
-      for (int p : local) keys.push_back(fmt::format("{}/mapped/{}", prefix, p));
-      s.wait(keys, left());
-      shm_->unlink_own();
-    } catch (...) {
-      shm_->unlink_all();  // a peer died during setup: leave nothing behind
-      throw;
-    }
+    detail::shm_device::config c;
+    c.key_prefix = prefix;
+    c.name_prefix = fmt::format("/keel-{}-{}", env("KEEL_COMM_JOB").value_or("j"), nonce_text);
+    c.rank = rank_;
+    c.size = size_;
+    c.local_ranks = local;
+    c.chunk_bytes = opts_.chunk_bytes;
+    c.slots = opts_.shm_slots;
+    c.fd_wake = any_tcp_;
+    devices_.push_back(std::make_unique<detail::shm_device>(s, c, deadline));
     for (int p : local) {
-      if (p == rank_) continue;
-      for (int c = 0; c < detail::k_channels; ++c) pairs_[p][c] = shm_->make_pair(p, c);
+      if (p != rank_)
+        device_of_[static_cast<std::size_t>(p)] = static_cast<int>(devices_.size()) - 1;
     }
   }
 
-  // 4. TCP to everyone else: connect to lower ranks, accept from higher ones.
+  // 4. TCP to everyone else.
   if (any_tcp_) {
-    epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
-    int expected = 0;
-    for (int p = 0; p < size_; ++p) {
-      if (p == rank_ || transport_of_[p] != transport::tcp) continue;
-      if (p > rank_) {
-        expected += detail::k_channels;
-        continue;
-      }
-      for (int c = 0; c < detail::k_channels; ++c) {
-        const std::string host = hosts[p] == me ? std::string("127.0.0.1") : addrs[p];
-        const int fd = net::connect_to(host, ports[p], deadline);
-        if (fd < 0) {
-          throw timeout_error(fmt::format("bootstrap on rank {}: rank {} at {}:{} did not accept "
-                                          "within {} ms",
-                                          rank_, p, host, ports[p], opts_.timeout.count()),
-                              "bootstrap", 0, p);
-        }
-        hello h;
-        h.rank = rank_;
-        h.channel = c;
-        h.nonce = nonce;
-        if (!net::send_all(fd, &h, sizeof h, deadline)) {
-          ::close(fd);
-          throw timeout_error(fmt::format("bootstrap on rank {}: rank {} stalled", rank_, p),
-                              "bootstrap", 0, p);
-        }
-        pairs_[p][c] = detail::make_tcp_pair(fd, p, opts_.chunk_bytes);
-      }
-    }
-    accept_peers(listen_fd, expected, nonce, deadline);
-    for (int p = 0; p < size_; ++p) {
-      if (transport_of_[p] != transport::tcp) continue;
-      for (int c = 0; c < detail::k_channels; ++c) {
-        epoll_event ev{};
-        ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
-        ev.data.u32 = static_cast<std::uint32_t>(p);
-        ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, detail::tcp_pair_fd(*pairs_[p][c]), &ev);
-      }
-    }
-  }
-}
-
-// The TCP connections from higher ranks. Connections are read side by side (poll), so a
-// stray one that never sends its hello, or closes, costs nothing but its own slot: at most
-// 64 at once, each dropped after 5 s or a wrong hello (magic, nonce, rank, channel).
-void communicator::impl::accept_peers(int listen_fd, int expected, std::uint64_t nonce,
-                                      steady::time_point deadline) {
-  struct pending {
-    int fd;
-    hello h;
-    std::size_t got;
-    steady::time_point since;
-  };
-  std::vector<pending> waiting;
-  struct closer {
-    std::vector<pending>& w;
-    ~closer() {
-      for (auto& p : w) ::close(p.fd);
-    }
-  } waiting_closer{waiting};
-  net::set_nonblocking(listen_fd);
-  int accepted = 0;
-  std::vector<pollfd> fds;
-  while (accepted < expected) {
-    if (steady::now() >= deadline) {
-      throw timeout_error(fmt::format("bootstrap on rank {}: {} of {} connections from higher "
-                                      "ranks arrived within {} ms",
-                                      rank_, accepted, expected, opts_.timeout.count()),
-                          "bootstrap", 0, -1);
-    }
-    fds.assign(1, pollfd{listen_fd, POLLIN, 0});
-    for (const auto& w : waiting) fds.push_back({w.fd, POLLIN, 0});
-    if (::poll(fds.data(), fds.size(), net::ms_until(deadline, 100)) < 0 && errno != EINTR) {
-      throw keel::backend_error(fmt::format("bootstrap: poll: {}", std::strerror(errno)));
-    }
-    const auto now = steady::now();
-    if (fds[0].revents & POLLIN) {
-      while (true) {
-        const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
-        if (fd < 0) break;  // EAGAIN, or a transient error: poll again
-        if (waiting.size() >= 64) {
-          ::close(fd);
-          continue;
-        }
-        net::set_nodelay(fd);
-        waiting.push_back({fd, hello{}, 0, now});
-      }
-    }
-    for (std::size_t i = waiting.size(); i-- > 0;) {
-      pending& w = waiting[i];
-      const ssize_t r =
-          ::recv(w.fd, reinterpret_cast<char*>(&w.h) + w.got, sizeof w.h - w.got, MSG_DONTWAIT);
-      if (r > 0) w.got += static_cast<std::size_t>(r);
-      const bool gone =
-          r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
-      bool ours = false;
-      if (!gone && w.got == sizeof w.h) {
-        const hello& h = w.h;
-        ours = h.magic == detail::k_chunk_magic && h.nonce == nonce && h.rank > rank_ &&
-               h.rank < size_ && h.channel >= 0 && h.channel < detail::k_channels &&
-               !pairs_[h.rank][h.channel];
-        if (ours) {
-          pairs_[h.rank][h.channel] = detail::make_tcp_pair(w.fd, h.rank, opts_.chunk_bytes);
-          ++accepted;
-        }
-      }
-      if (ours || gone || w.got == sizeof w.h || now - w.since > std::chrono::seconds(5)) {
-        if (!ours) ::close(w.fd);  // a stray connection: not one of ours
-        waiting.erase(waiting.begin() + static_cast<std::ptrdiff_t>(i));
-      }
+    tcp->connect(remote, nonce, deadline, opts_.timeout);
+    devices_.push_back(std::move(tcp));
+    for (const auto& e : remote) {
+      device_of_[static_cast<std::size_t>(e.rank)] = static_cast<int>(devices_.size()) - 1;
     }
   }
 }
@@ -453,10 +334,12 @@ void communicator::impl::tune(store& s, const std::string& prefix) {
       throw keel::backend_error(fmt::format("bootstrap: rank {} published bad measurements", p));
     }
     if (parts.size() == 4) {
-      (parts[0] == "shm" ? as : at).push_back(parse_published<double>(parts[1], "latency", p));
-      (parts[0] == "shm" ? bs : bt).push_back(parse_published<double>(parts[2], "bandwidth", p));
+      (parts[0] == "shm" ? as : at)
+          .push_back(detail::parse_published<double>(parts[1], "latency", p));
+      (parts[0] == "shm" ? bs : bt)
+          .push_back(detail::parse_published<double>(parts[2], "bandwidth", p));
     }
-    gs.push_back(parse_published<double>(parts.back(), "reduction cost", p));
+    gs.push_back(detail::parse_published<double>(parts.back(), "reduction cost", p));
   }
   if (!as.empty()) model_.alpha_shm = median(as), model_.beta_shm = median(bs);
   if (!at.empty()) model_.alpha_tcp = median(at), model_.beta_tcp = median(bt);
@@ -475,15 +358,7 @@ void communicator::impl::abort_all(int culprit, const std::string& reason) noexc
   aborted_ = true;
   abort_culprit_ = culprit;
   abort_reason_ = reason;
-  if (shm_) shm_->abort(culprit, reason);
-  detail::chunk_header h;
-  h.flags = detail::k_flag_abort;
-  h.peer = culprit;
-  for (auto& channels : pairs_) {
-    for (auto& p : channels) {
-      if (p && !p->is_shm()) detail::tcp_pair_abort(*p, h);
-    }
-  }
+  for (auto& d : devices_) d->abort(culprit, reason);
 }
 
 }  // namespace keel::comm

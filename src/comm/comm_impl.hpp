@@ -10,23 +10,10 @@
 
 #include "engine.hpp"
 #include "keel/comm/communicator.hpp"
-#include "transport/pair.hpp"
-#include "transport/shm/shm_transport.hpp"
+#include "progress.hpp"
+#include "transport/device.hpp"
 
 namespace keel::comm {
-
-// What one collective call is, for headers, checks and error messages.
-struct call_info {
-  collective coll = collective::allreduce;
-  dtype type = dtype::u8;
-  reduce_op op = reduce_op::sum;
-  algorithm algo = algorithm::ring;
-  std::uint64_t seq = 0;
-  std::uint64_t count = 0;
-  int root = -1;
-  std::chrono::steady_clock::time_point deadline;
-  std::chrono::milliseconds timeout{0};
-};
 
 class communicator::impl {
  public:
@@ -34,7 +21,7 @@ class communicator::impl {
   ~impl();
 
   // Runs a schedule to completion or throws (and aborts the communicator).
-  void run(detail::schedule& s, const call_info& call);
+  void run(detail::schedule& s, const call_info& call) { progress_->run(s, call); }
   // Starts a call: checks the communicator is alive, assigns seq and the deadline.
   call_info begin(collective c, dtype t, reduce_op op, std::size_t count, const call_options& o);
   choice choose(collective c, std::size_t bytes, algorithm requested) const;
@@ -48,38 +35,23 @@ class communicator::impl {
   bool any_tcp_ = false;
   std::uint64_t seq_ = 0;
   std::vector<std::uint64_t> p2p_send_seq_, p2p_recv_seq_;
-  std::vector<std::array<std::unique_ptr<detail::pair>, detail::k_channels>> pairs_;
   std::vector<transport> transport_of_;
-  std::unique_ptr<detail::shm_domain> shm_;
-  int epoll_fd_ = -1;
+  // The transports' devices (shm, tcp), and per peer the index of the one that reaches it.
+  std::vector<std::unique_ptr<detail::device>> devices_;
+  std::vector<int> device_of_;
   bool aborted_ = false;
   std::string abort_reason_;
   int abort_culprit_ = -1;
   std::vector<std::byte> scratch_[2];
-  // Reused by every call (no allocation for small collectives): the schedule being run and
-  // the engine's per-queue state.
+  // Reused by every call (no allocation for small collectives).
   detail::schedule sched_{0};
-  struct queue_state {
-    const std::vector<int>* ops;
-    std::size_t head = 0;
-    detail::pair* p = nullptr;
-    int peer = -1;
-    bool is_recv = false;
-    bool is_shm = false;
-  };
-  std::vector<queue_state> run_queues_;
+  std::unique_ptr<detail::progress> progress_;
   // (collective, requested, bytes) -> algorithm: decisions made (and logged) so far.
   std::unordered_map<std::uint64_t, algorithm> decided_;
-  int spin_us_ = 100000;     // busy-poll this long when idle (0 when oversubscribed)
-  int yield_us_ = 0;         // then sched_yield() this long, then sleep on futex / epoll
-  bool spin_yields_ = true;  // sched_yield() now and then while spinning (not pinned)
 
  private:
   void connect_all(store& s, const std::string& prefix);
-  void accept_peers(int listen_fd, int expected, std::uint64_t nonce,
-                    std::chrono::steady_clock::time_point deadline);
   void tune(store& s, const std::string& prefix);
-  [[noreturn]] void fail(const call_info& call, std::exception_ptr cause);
   void abort_all(int culprit, const std::string& reason) noexcept;
 };
 

@@ -2,43 +2,21 @@
 // in bootstrap.cpp).
 #include "keel/comm/communicator.hpp"
 
-#include <poll.h>
-#include <sched.h>
-#include <sys/epoll.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <charconv>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <random>
-#include <sstream>
-#include <thread>
-#include <type_traits>
 
-#include "algorithms.hpp"
+#include "algorithm_table.hpp"
 #include "comm_impl.hpp"
 #include "keel/comm/environment.hpp"
 #include "keel/core/bytes.hpp"
 #include "keel/core/error.hpp"
 #include "keel/core/log.hpp"
-#include "net.hpp"
 #include "reduce.hpp"
-#include "transport/tcp/tcp_transport.hpp"
 
 namespace keel::comm {
-namespace {
-
-using steady = std::chrono::steady_clock;
-
-}  // namespace
-
 // ------------------------------------------------------------------ choice
 
 namespace {
@@ -48,24 +26,24 @@ struct estimate {
   double seconds;
 };
 
-double log2_ceil(int n) { return n <= 1 ? 0 : std::ceil(std::log2(n)); }
-
 }  // namespace
 
+// The candidates and their costs come from the (collective, algorithm) table.
 choice communicator::impl::choose(collective c, std::size_t bytes, algorithm requested) const {
-  const std::vector<algorithm> candidates = algorithms_for(c);
   choice out;
-  if (candidates.empty()) return out;
+  const detail::algorithm_entry* first = nullptr;
+  for (const auto& e : detail::algorithm_table()) {
+    if (e.coll == c) {
+      first = &e;
+      break;
+    }
+  }
+  if (first == nullptr) return out;
   const int n = size_;
-  const bool pow2 = (n & (n - 1)) == 0;
-  auto usable = [&](algorithm a) {
-    return std::find(candidates.begin(), candidates.end(), a) != candidates.end() &&
-           !(c == collective::reduce_scatter && a == algorithm::rabenseifner && !pow2);
-  };
   std::string note;
   if (requested == algorithm::auto_select) requested = opts_.algo;
   if (requested != algorithm::auto_select) {
-    if (usable(requested)) {
+    if (detail::algorithm_applies(c, requested, n)) {
       out.algo = requested;
       out.why = fmt::format("{} requested", to_string(requested));
       return out;
@@ -73,77 +51,19 @@ choice communicator::impl::choose(collective c, std::size_t bytes, algorithm req
     note = fmt::format(" ({} requested but does not apply to {} on {} ranks)", to_string(requested),
                        to_string(c), n);
   }
-  const double a = any_tcp_ ? model_.alpha_tcp : model_.alpha_shm;
-  const double b = any_tcp_ ? model_.beta_tcp : model_.beta_shm;
-  const double g = model_.gamma;
-  const double S = static_cast<double>(bytes);
-  const double L = log2_ceil(n);
-  int p2 = 1;
-  while (p2 * 2 <= n) p2 *= 2;
-  const bool fold = p2 != n;
-  const double f = (n - 1.0) / n;
-  const double chunk = static_cast<double>(opts_.chunk_bytes);
-  const double fill = std::min(S, chunk) * b;  // one chunk's pipeline fill per hop
+  detail::cost_inputs in;
+  in.n = n;
+  in.alpha = any_tcp_ ? model_.alpha_tcp : model_.alpha_shm;
+  in.beta = any_tcp_ ? model_.beta_tcp : model_.beta_shm;
+  in.gamma = model_.gamma;
+  in.chunk = static_cast<double>(opts_.chunk_bytes);
   std::vector<estimate> est;
-  for (algorithm x : candidates) {
-    if (!usable(x)) continue;
-    double t = 0;
-    switch (c) {
-      case collective::allreduce:
-        switch (x) {
-          case algorithm::ring: t = 2 * (n - 1) * a + 2 * f * S * b + f * S * g; break;
-          case algorithm::tree:
-            t = 2 * L * (a + fill) + (n <= 2 ? S : 2 * S) * b + (n <= 2 ? 0.5 : 1.0) * S * g;
-            break;
-          case algorithm::rd: t = (L + (fold ? 2 : 0)) * (a + S * b) + (L + fold) * S * g; break;
-          case algorithm::rabenseifner:
-            t = 2 * L * a + 2.0 * (p2 - 1) / p2 * S * b + (p2 - 1.0) / p2 * S * g +
-                (fold ? 2 * (a + S * b) + S * g : 0);
-            break;
-          case algorithm::reducer: t = 2 * a + 2 * (n - 1) * S * b + (n - 1) * S * g; break;
-          default: break;
-        }
-        break;
-      case collective::reduce:
-        switch (x) {
-          case algorithm::ring: t = (n - 1) * (a + fill) + S * b + S * g; break;
-          case algorithm::tree: t = L * (a + fill) + 2 * S * b + 2 * S * g; break;
-          case algorithm::reducer: t = a + (n - 1) * S * (b + g); break;
-          default: break;
-        }
-        break;
-      case collective::broadcast:
-        switch (x) {
-          case algorithm::ring: t = (n - 1) * (a + fill) + S * b; break;
-          case algorithm::tree: t = L * (a + fill) + 2 * S * b; break;
-          case algorithm::rd: t = L * (a + S * b); break;
-          case algorithm::direct: t = a + (n - 1) * S * b; break;
-          default: break;
-        }
-        break;
-      case collective::reduce_scatter:
-        switch (x) {
-          case algorithm::ring: t = (n - 1) * a + f * S * (b + g); break;
-          case algorithm::rabenseifner: t = L * a + f * S * (b + g); break;
-          case algorithm::reducer: t = 2 * a + (n - 1) * S * (b + g) + f * S * b; break;
-          case algorithm::direct: t = (n - 1) * a * 1.5 + f * S * (b + g); break;
-          default: break;
-        }
-        break;
-      case collective::allgather:
-        switch (x) {
-          case algorithm::ring: t = (n - 1) * a + f * S * b; break;
-          case algorithm::rd: t = L * a + f * S * b + S * b; break;  // + Bruck's rotation copy
-          case algorithm::direct: t = (n - 1) * a * 1.5 + f * S * b; break;
-          default: break;
-        }
-        break;
-      default: t = 0; break;
-    }
-    est.push_back({x, t});
+  for (const auto& e : detail::algorithm_table()) {
+    if (e.coll != c || (e.applies && !e.applies(n))) continue;
+    est.push_back({e.algo, e.cost(in, static_cast<double>(bytes))});
   }
   if (est.empty()) {
-    out.algo = candidates.front();
+    out.algo = first->algo;
     out.why = "only choice" + note;
     return out;
   }
@@ -223,7 +143,7 @@ std::unique_ptr<communicator> communicator::from_env(options opts) {
   auto c = std::make_unique<communicator>(*st, e.rank, e.size, opts);
   // Every rank is past the store now (the constructor ends with a barrier): nobody needs to
   // connect to it any more, so rank 0 stops listening unless the job asked to keep it.
-  if (auto* tcp = dynamic_cast<tcp_store*>(st.get()); tcp && !e.store_keep) tcp->stop_listening();
+  if (!e.store_keep) st->stop_listening();
   c->owned_store_ = std::move(st);
   return c;
 }
@@ -245,50 +165,6 @@ choice communicator::choose(collective c, std::size_t bytes, algorithm requested
 }
 
 namespace {
-
-using builder = detail::plan (*)(detail::schedule&, const detail::args&);
-
-builder builder_for(collective c, algorithm a) {
-  using namespace detail;
-  switch (c) {
-    case collective::allreduce:
-      switch (a) {
-        case algorithm::tree: return allreduce_tree;
-        case algorithm::rd: return allreduce_rd;
-        case algorithm::rabenseifner: return allreduce_rabenseifner;
-        case algorithm::reducer: return allreduce_reducer;
-        default: return allreduce_ring;
-      }
-    case collective::reduce:
-      switch (a) {
-        case algorithm::tree: return reduce_tree;
-        case algorithm::reducer: return reduce_reducer;
-        default: return reduce_ring;
-      }
-    case collective::broadcast:
-      switch (a) {
-        case algorithm::tree: return broadcast_tree;
-        case algorithm::rd: return broadcast_rd;
-        case algorithm::direct: return broadcast_direct;
-        default: return broadcast_ring;
-      }
-    case collective::reduce_scatter:
-      switch (a) {
-        case algorithm::rabenseifner: return reduce_scatter_rabenseifner;
-        case algorithm::reducer: return reduce_scatter_reducer;
-        case algorithm::direct: return reduce_scatter_direct;
-        default: return reduce_scatter_ring;
-      }
-    case collective::allgather:
-      switch (a) {
-        case algorithm::rd: return allgather_rd;
-        case algorithm::direct: return allgather_direct;
-        default: return allgather_ring;
-      }
-    case collective::alltoall: return alltoall_direct;
-    default: return barrier_rd;
-  }
-}
 
 void check_root(int root, int size, collective c) {
   if (root < 0 || root >= size) {
@@ -335,7 +211,7 @@ void execute(communicator::impl& m, collective c, const void* in, void* out, std
   } else {
     detail::schedule& s = m.sched_;
     s.reset(m.size_);
-    const detail::plan p = builder_for(c, call.algo)(s, a);
+    const detail::plan p = detail::find_algorithm(c, call.algo)->build(s, a);
     for (const auto& cp : p.before) std::memcpy(cp.dst, cp.src, cp.bytes);
     m.run(s, call);
     for (const auto& cp : p.after) {

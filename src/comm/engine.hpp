@@ -12,6 +12,7 @@
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
@@ -95,3 +96,20 @@ class schedule {
 };
 
 }  // namespace keel::comm::detail
+
+namespace keel::comm {
+
+// What one collective call is, for headers, checks and error messages.
+struct call_info {
+  collective coll = collective::allreduce;
+  dtype type = dtype::u8;
+  reduce_op op = reduce_op::sum;
+  algorithm algo = algorithm::ring;
+  std::uint64_t seq = 0;
+  std::uint64_t count = 0;
+  int root = -1;
+  std::chrono::steady_clock::time_point deadline;  // unset: `timeout` after it first waits
+  std::chrono::milliseconds timeout{0};
+};
+
+}  // namespace keel::comm

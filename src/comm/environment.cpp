@@ -3,26 +3,19 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cstdlib>
 #include <mutex>
 
 #include "keel/core/error.hpp"
 #include "keel/core/log.hpp"
 #include "net.hpp"
+#include "parse.hpp"
 
 namespace keel::comm {
 namespace {
 
 long number(const env_lookup& lookup, const std::string& name, long lo, long hi) {
-  const std::string text = *lookup(name);
-  long value = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size() || value < lo || value > hi) {
-    throw keel::invalid_argument(
-        fmt::format("{}='{}' is not an integer in [{}, {}]", name, text, lo, hi));
-  }
-  return value;
+  return detail::env_integer(name, *lookup(name), lo, hi);
 }
 
 }  // namespace

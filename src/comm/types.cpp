@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "algorithm_table.hpp"
 #include "keel/core/enum_names.hpp"
 
 namespace keel::comm {
@@ -67,18 +68,11 @@ algorithm parse_algorithm(std::string_view name) { return k_algorithm_names.pars
 transport parse_transport(std::string_view name) { return k_transport_names.parse(name); }
 
 std::vector<algorithm> algorithms_for(collective c) {
-  using a = algorithm;
-  switch (c) {
-    case collective::allreduce: return {a::ring, a::tree, a::rd, a::rabenseifner, a::reducer};
-    case collective::reduce: return {a::ring, a::tree, a::reducer};
-    case collective::broadcast: return {a::ring, a::tree, a::rd, a::direct};
-    case collective::reduce_scatter: return {a::ring, a::rabenseifner, a::reducer, a::direct};
-    case collective::allgather: return {a::ring, a::rd, a::direct};
-    case collective::alltoall: return {a::direct};
-    case collective::barrier: return {a::rd};
-    case collective::sendrecv: return {};
+  std::vector<algorithm> out;
+  for (const auto& e : detail::algorithm_table()) {
+    if (e.coll == c) out.push_back(e.algo);
   }
-  return {};
+  return out;
 }
 
 float half_to_float(std::uint16_t h) noexcept {

@@ -1,6 +1,7 @@
 // Ranks as threads over a memory_store: the quick correctness slice over shm and over TCP,
 // plus the failure modes (mismatch, timeout, abort propagation) and the algorithm choice.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -15,6 +16,7 @@
 #include "algorithms.hpp"
 #include "keel/comm/communicator.hpp"
 #include "keel/comm/selftest.hpp"
+#include "keel/core/error.hpp"
 #include "keel/core/log.hpp"
 #include "net.hpp"
 #include "rank_threads.hpp"
@@ -282,6 +284,38 @@ TEST(CommCollectives, EnvironmentOverridesOptions) {
   ::unsetenv("KEEL_COMM_TIMEOUT");
 }
 
+// The idle policy's variables are read strictly: "5ms", "", "-1" or " 7" used to become 5, 0,
+// 0 and 7 through atoi; now every rank refuses them with one line naming the variable.
+TEST(CommCollectives, IdlePolicyVariablesAreParsedStrictly) {
+  for (const char* name : {"KEEL_COMM_SPIN_US", "KEEL_COMM_YIELD_US"}) {
+    for (const char* bad : {"5ms", "-1", " 7", "99999999999999999999", "0x10", "1e3"}) {
+      ::setenv(name, bad, 1);
+      const auto errors = run_ranks(2, quick(transport::shm), [](communicator&) {});
+      ::unsetenv(name);
+      for (const auto& e : errors) {
+        ASSERT_TRUE(e) << name << "=" << bad;
+        try {
+          std::rethrow_exception(e);
+        } catch (const keel::invalid_argument& x) {
+          const std::string what = x.what();
+          EXPECT_NE(what.find(name), std::string::npos) << what;
+          EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+        }
+      }
+    }
+  }
+  ::setenv("KEEL_COMM_SPIN_US", "0", 1);
+  ::setenv("KEEL_COMM_YIELD_US", "250", 1);
+  const auto errors = run_ranks(2, quick(transport::shm), [](communicator& c) {
+    double x = 1;
+    c.allreduce(&x, &x, 1, dtype::f64, reduce_op::sum);
+    EXPECT_EQ(x, 2);
+  });
+  ::unsetenv("KEEL_COMM_SPIN_US");
+  ::unsetenv("KEEL_COMM_YIELD_US");
+  test::rethrow_first(errors);
+}
+
 TEST(CommCollectives, SendRecvOrderedPerPeer) {
   const auto errors = run_ranks(2, quick(transport::shm), [&](communicator& c) {
     for (int i = 0; i < 20; ++i) {
@@ -298,6 +332,63 @@ TEST(CommCollectives, SendRecvOrderedPerPeer) {
     c.barrier();
   });
   test::rethrow_first(errors);
+}
+
+// A job on two "hosts" of two ranks each (options::host_id): shm inside a host, TCP across,
+// so every rank waits on both devices at once. Every collective must work, and a rank that
+// waits makes one blocking wait on both (its shm doorbell's FIFO and its sockets in one
+// epoll), not the 1 ms polling mixed jobs used to do: waiting ~300 ms for a late peer costs
+// it a handful of context switches, not hundreds.
+TEST(CommCollectives, MixedShmAndTcpJobWaitsWithoutPolling) {
+  ::setenv("KEEL_COMM_SPIN_US", "0", 1);
+  ::setenv("KEEL_COMM_YIELD_US", "0", 1);
+  memory_store store;
+  constexpr int n = 4;
+  std::vector<std::exception_ptr> errors(n);
+  std::vector<long> switches(n, -1);
+  std::atomic<int> constructed{0};
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        options o = quick(transport::auto_select);
+        o.host_id = r < 2 ? "host-a" : "host-b";
+        communicator c(store, r, n, o);
+        ++constructed;
+        EXPECT_EQ(c.transport_to(r ^ 1), transport::shm);
+        EXPECT_EQ(c.transport_to(r ^ 2), transport::tcp);
+        for (collective coll : {collective::allreduce, collective::reduce, collective::broadcast,
+                                collective::reduce_scatter, collective::allgather,
+                                collective::alltoall, collective::barrier}) {
+          for (algorithm a : algorithms_for(coll)) {
+            for (std::size_t count : {std::size_t{3}, std::size_t{70000}}) {
+              const test_case t{coll, a, dtype::f32, reduce_op::sum, count, 1, false};
+              EXPECT_EQ(run_case(c, t), 0u) << describe(t);
+            }
+          }
+        }
+        std::vector<float> x(1000, 1.0f);
+        if (r == 3) std::this_thread::sleep_for(300ms);
+        rusage before{}, after{};
+        ::getrusage(RUSAGE_THREAD, &before);
+        call_options ring;
+        ring.algo = algorithm::ring;
+        c.allreduce(x.data(), x.data(), x.size(), dtype::f32, reduce_op::sum, ring);
+        ::getrusage(RUSAGE_THREAD, &after);
+        switches[r] = after.ru_nvcsw - before.ru_nvcsw;
+        EXPECT_EQ(x[0], 4.0f);
+      } catch (...) {
+        errors[r] = std::current_exception();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  ::unsetenv("KEEL_COMM_SPIN_US");
+  ::unsetenv("KEEL_COMM_YIELD_US");
+  test::rethrow_first(errors);
+  EXPECT_EQ(constructed, n);
+  // Rank 0 waits for rank 3 (TCP) while its shm neighbour is there: ~300 ms of waiting.
+  EXPECT_LT(switches[0], 60) << "context switches while waiting";
 }
 
 TEST(CommCollectives, TreesAreNcclsDoubleBinaryTree) {

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "keel/core/error.hpp"
+#include "parse.hpp"
 
 namespace keel::comm {
 namespace {
@@ -144,6 +145,28 @@ TEST(CommEnvironment, LaunchedRankSeesAnyLaunchersRankVariable) {
     ::unsetenv(n);
   }
   for (const auto& [n, v] : saved) ::setenv(n.c_str(), v.c_str(), 1);
+}
+
+TEST(CommEnvironment, NumbersAreParsedWhole) {
+  EXPECT_EQ(detail::env_integer("V", "0", 0, 10), 0);
+  EXPECT_EQ(detail::env_integer("V", "10", 0, 10), 10);
+  for (const char* bad :
+       {"", " 1", "1 ", "+1", "-1", "11", "1.0", "0x1", "1e1", "5ms", "99999999999999999999999"}) {
+    try {
+      detail::env_integer("KEEL_X", bad, 0, 10);
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const keel::invalid_argument& e) {
+      EXPECT_EQ(std::string(e.what()),
+                fmt::format("KEEL_X='{}' is not an integer in [0, 10]", bad));
+    }
+  }
+  EXPECT_EQ(detail::parse_published<std::uint32_t>("29500", "port", 3), 29500u);
+  EXPECT_EQ(detail::parse_published<std::uint64_t>("00ff", "nonce", 0, 16), 255u);
+  EXPECT_DOUBLE_EQ(detail::parse_published<double>("2.5e-6", "latency", 1), 2.5e-6);
+  EXPECT_THROW(detail::parse_published<std::uint32_t>("12 ", "port", 3), keel::backend_error);
+  EXPECT_THROW(detail::parse_published<std::uint32_t>("-1", "port", 3), keel::backend_error);
+  EXPECT_THROW(detail::parse_published<double>("inf", "latency", 1), keel::backend_error);
+  EXPECT_THROW(detail::parse_published<double>("", "latency", 1), keel::backend_error);
 }
 
 }  // namespace

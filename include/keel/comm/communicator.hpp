@@ -2,11 +2,11 @@
 //
 // Construction is collective: every rank constructs its communicator with the same store,
 // the same size and its own rank. The constructor publishes how to reach this rank,
-// connects a pair to every peer — POSIX shared-memory rings for peers on the same host, TCP
-// sockets (epoll) otherwise — and measures the cost model's latency and bandwidth
-// (alpha, beta per transport; gamma, the reduction cost per byte); all ranks then agree on
-// the medians, so `auto` picks the same algorithm everywhere. After the constructor
-// returns the store is no longer used.
+// connects a pair to every peer through a transport's device — POSIX shared-memory rings
+// for peers on the same host (options::host_id), TCP sockets otherwise — and measures the
+// cost model's latency and bandwidth (alpha, beta per transport; gamma, the reduction cost
+// per byte); all ranks then agree on the medians, so `auto` picks the same algorithm
+// everywhere. After the constructor returns the store is no longer used.
 //
 // Collectives work on contiguous buffers of `count` elements (see types.hpp); in == out is
 // allowed (in-place) for allreduce, reduce and broadcast; reduce_scatter and allgather are
@@ -24,7 +24,10 @@
 //
 // Environment: KEEL_COMM_ALGO (auto or an algorithm name; per-call options win),
 // KEEL_COMM_TRANSPORT (auto, shm, tcp), KEEL_COMM_TIMEOUT (seconds), KEEL_COMM_CHUNK (bytes,
-// e.g. 256K), KEEL_LOG=info prints each algorithm choice with the model's estimates.
+// e.g. 256K), KEEL_COMM_SPIN_US / KEEL_COMM_YIELD_US (the idle policy's busy-poll and yield
+// periods, integers in [0, 60000000]; read by the constructor, which throws
+// keel::invalid_argument naming the variable on anything else), KEEL_LOG=info prints each
+// algorithm choice with the model's estimates.
 #pragma once
 
 #include <cstddef>
@@ -48,6 +51,9 @@ struct options {
   int reducer_rank = 0;                  // the aggregation rank of algorithm::reducer
   bool tune = true;                      // measure alpha/beta/gamma at init (else defaults)
   std::string name;                      // store key prefix; default "keel/comm/<n>"
+  // This rank's host, as far as transports go: ranks with the same id use shared memory.
+  // Empty: the host name and the kernel's boot id. (Tests make one machine look like two.)
+  std::string host_id;
   // Reads KEEL_COMM_ALGO, KEEL_COMM_TRANSPORT, KEEL_COMM_TIMEOUT, KEEL_COMM_CHUNK into a copy
   // of `base`. Throws keel::invalid_argument naming the variable on a bad value.
   static options from_env(options base);

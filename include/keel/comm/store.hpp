@@ -56,6 +56,10 @@ class store {
   virtual bool check(const std::vector<std::string>& keys) = 0;
   // Default: polls check() with backoff; stores that can wait better override it.
   virtual void wait(const std::vector<std::string>& keys, duration timeout);
+  // The rendezvous is over: a store that accepts new clients stops doing so (tcp_store's
+  // host closes its listening socket); clients already connected keep being served.
+  // Default: nothing to stop.
+  virtual void stop_listening() {}
 
   void set_string(const std::string& key, const std::string& value) {
     set(key, bytes(value.begin(), value.end()));
@@ -141,7 +145,7 @@ class tcp_store final : public store {
   const std::string& bind_address() const noexcept { return bind_address_; }
   // Host: closes the listening socket (no new client can connect; connected ones keep being
   // served) and returns once it is closed. No-op on a client or when already closed.
-  void stop_listening();
+  void stop_listening() override;
   tcp_store_stats stats() const;
 
   void set(const std::string& key, const bytes& value) override;

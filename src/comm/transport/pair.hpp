@@ -4,8 +4,8 @@
 // chunk_bytes of payload. Sends and receives never block: try_send() returns false while
 // there is no room (every shm slot full, a TCP socket still draining the previous chunk),
 // peek() returns nullptr while no complete chunk has arrived. The engine drives many pairs
-// at once and sleeps on the transports' wait primitives (futex doorbell, epoll) in between.
-// One thread uses a pair at a time. A broken connection throws peer_gone.
+// at once and sleeps on their devices' wait primitive (device.hpp) in between. A device
+// owns its pairs; one thread uses a pair at a time. A broken connection throws peer_gone.
 #pragma once
 
 #include <cstddef>
@@ -57,7 +57,6 @@ class pair {
   virtual void release() = 0;
   // Pushes bytes still queued for sending (TCP); true when something moved.
   virtual bool flush() { return false; }
-  virtual bool is_shm() const = 0;
 };
 
 }  // namespace keel::comm::detail

@@ -29,6 +29,9 @@ namespace {
 // one aligned pair, which the CPU's adjacent-line prefetch fetches together.
 constexpr std::size_t k_slot_align = 128;
 constexpr std::size_t k_control_bytes = 4096;
+// shm_control::sleeping: how the owner sleeps (0: it does not).
+constexpr std::uint32_t k_sleep_futex = 1;
+constexpr std::uint32_t k_sleep_fd = 2;
 
 std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
 
@@ -94,7 +97,7 @@ bool asymmetric_fences() noexcept {
 
 class shm_pair final : public pair {
  public:
-  shm_pair(std::byte* tx, shm_control* tx_owner, std::byte* rx, shm_control* rx_producer, int slots,
+  shm_pair(std::byte* tx, doorbell tx_owner, std::byte* rx, doorbell rx_producer, int slots,
            std::size_t slot_bytes)
       : tx_(reinterpret_cast<ring_counters*>(tx)),
         tx_slots_(tx + sizeof(ring_counters)),
@@ -158,15 +161,13 @@ class shm_pair final : public pair {
     shm_domain::ring(rx_producer_);
   }
 
-  bool is_shm() const override { return true; }
-
  private:
   ring_counters* tx_;
   std::byte* tx_slots_;
-  shm_control* tx_owner_;
+  doorbell tx_owner_;
   ring_counters* rx_;
   std::byte* rx_slots_;
-  shm_control* rx_producer_;
+  doorbell rx_producer_;
   std::uint64_t slots_;
   std::size_t slot_bytes_;
   std::uint64_t tx_head_ = 0;
@@ -178,12 +179,13 @@ class shm_pair final : public pair {
 }  // namespace
 
 shm_domain::shm_domain(std::string name_prefix, int rank, std::vector<int> local_ranks,
-                       std::size_t chunk_bytes, int slots)
+                       std::size_t chunk_bytes, int slots, bool fd_wake)
     : prefix_(std::move(name_prefix)),
       rank_(rank),
       local_ranks_(std::move(local_ranks)),
       chunk_bytes_(chunk_bytes),
-      slots_(slots) {
+      slots_(slots),
+      fd_wake_(fd_wake) {
   my_local_ = local_index(rank);
   slot_bytes_ = round_up(sizeof(chunk_header) + chunk_bytes_, k_slot_align);
   ring_bytes_ = sizeof(ring_counters) + static_cast<std::size_t>(slots_) * slot_bytes_;
@@ -191,6 +193,7 @@ shm_domain::shm_domain(std::string name_prefix, int rank, std::vector<int> local
   segment_bytes_ = k_control_bytes + n * k_channels * ring_bytes_;
   base_.assign(n, nullptr);
   ctl_.assign(n, nullptr);
+  peer_fifo_.assign(n, -1);
 
   const std::string name = name_of(rank_);
   const int fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
@@ -221,10 +224,30 @@ shm_domain::shm_domain(std::string name_prefix, int rank, std::vector<int> local
       new (ring_base(my_local_, static_cast<int>(j), c)) ring_counters();
     }
   }
+  if (fd_wake_) {
+    const std::string path = fifo_path(rank_);
+    if (::mkfifo(path.c_str(), 0600) != 0) {
+      const int e = errno;
+      unlink_own();
+      throw keel::backend_error(fmt::format("mkfifo {}: {}", path, std::strerror(e)));
+    }
+    fifo_linked_ = true;
+    // Read-write: the FIFO always has a writer, so it never reports EOF or hangs up.
+    own_fifo_ = ::open(path.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC);
+    if (own_fifo_ < 0) {
+      const int e = errno;
+      unlink_own();
+      throw keel::backend_error(fmt::format("open {}: {}", path, std::strerror(e)));
+    }
+  }
 }
 
 shm_domain::~shm_domain() {
   unlink_own();
+  if (own_fifo_ >= 0) ::close(own_fifo_);
+  for (int fd : peer_fifo_) {
+    if (fd >= 0) ::close(fd);
+  }
   for (std::byte* b : base_) {
     if (b) ::munmap(b, segment_bytes_);
   }
@@ -238,6 +261,11 @@ int shm_domain::local_index(int rank) const {
 }
 
 std::string shm_domain::name_of(int rank) const { return fmt::format("{}-{}", prefix_, rank); }
+
+// Next to the segment, in the directory glibc's shm_open() uses.
+std::string shm_domain::fifo_path(int rank) const {
+  return fmt::format("/dev/shm{}.bell", name_of(rank));
+}
 
 std::byte* shm_domain::ring_base(int owner_local, int producer_local, int channel) const noexcept {
   return base_[owner_local] + k_control_bytes +
@@ -264,6 +292,16 @@ void shm_domain::map_peers() {
       throw keel::backend_error(fmt::format("mmap {}: {}", name, std::strerror(errno)));
     base_[j] = static_cast<std::byte*>(p);
     ctl_[j] = reinterpret_cast<shm_control*>(p);
+    if (fd_wake_) {
+      // A peer without TCP peers of its own has no FIFO (it never sleeps by fd). Opened
+      // read-write too: the FIFO then always has a reader, so a write after its owner is
+      // gone fills it (EAGAIN) instead of raising SIGPIPE.
+      const std::string path = fifo_path(local_ranks_[j]);
+      peer_fifo_[j] = ::open(path.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC);
+      if (peer_fifo_[j] < 0 && errno != ENOENT) {
+        throw keel::backend_error(fmt::format("open {}: {}", path, std::strerror(errno)));
+      }
+    }
   }
 }
 
@@ -272,21 +310,30 @@ void shm_domain::unlink_own() noexcept {
     ::shm_unlink(name_of(rank_).c_str());
     own_linked_ = false;
   }
+  if (fifo_linked_) {
+    ::unlink(fifo_path(rank_).c_str());
+    fifo_linked_ = false;
+  }
 }
 
 void shm_domain::unlink_all() noexcept {
   unlink_own();
-  for (int r : local_ranks_) ::shm_unlink(name_of(r).c_str());
+  for (int r : local_ranks_) {
+    ::shm_unlink(name_of(r).c_str());
+    if (fd_wake_) ::unlink(fifo_path(r).c_str());
+  }
 }
 
 std::unique_ptr<pair> shm_domain::make_pair(int peer, int channel) {
   const int p = local_index(peer);
   // tx: the ring for producer=me inside the peer's segment; rx: producer=peer in mine.
-  return std::make_unique<shm_pair>(ring_base(p, my_local_, channel), ctl_[p],
-                                    ring_base(my_local_, p, channel), ctl_[p], slots_, slot_bytes_);
+  const doorbell bell{ctl_[p], peer_fifo_[p]};
+  return std::make_unique<shm_pair>(ring_base(p, my_local_, channel), bell,
+                                    ring_base(my_local_, p, channel), bell, slots_, slot_bytes_);
 }
 
-void shm_domain::ring(shm_control* c) noexcept {
+void shm_domain::ring(const doorbell& d) noexcept {
+  shm_control* c = d.ctl;
   // The chunk (or the freed slot) must be visible before `sleeping` is read. When both this
   // process and the doorbell's owner use membarrier(), the owner's membarrier() before it
   // sleeps orders our accesses for us; otherwise a full fence does.
@@ -295,14 +342,21 @@ void shm_domain::ring(shm_control* c) noexcept {
   } else {
     std::atomic_thread_fence(std::memory_order_seq_cst);
   }
-  if (c->sleeping.load(std::memory_order_relaxed)) {
+  const std::uint32_t how = c->sleeping.load(std::memory_order_relaxed);
+  if (how != 0) {
     c->bell.fetch_add(1, std::memory_order_acq_rel);
-    futex(&c->bell, FUTEX_WAKE, INT_MAX, nullptr);
+    if (how == k_sleep_fd && d.fd >= 0) {
+      const char one = 1;
+      [[maybe_unused]] const ssize_t w = ::write(d.fd, &one, 1);  // full: a wake is pending
+    } else {
+      futex(&c->bell, FUTEX_WAKE, INT_MAX, nullptr);
+    }
   }
 }
 
-void shm_domain::announce_sleep() noexcept {
-  own()->sleeping.store(1, std::memory_order_relaxed);
+void shm_domain::announce_sleep(bool by_fd) noexcept {
+  own()->sleeping.store(by_fd && own_fifo_ >= 0 ? k_sleep_fd : k_sleep_futex,
+                        std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_seq_cst);
   // Every registered thread that may ring us (running now or not) passes a full barrier:
   // afterwards either its chunk is visible to our last check, or it sees `sleeping`.
@@ -316,6 +370,34 @@ void shm_domain::end_sleep() noexcept { own()->sleeping.store(0, std::memory_ord
 void shm_domain::sleep(std::uint32_t seen, int timeout_ms) noexcept {
   timespec ts{timeout_ms / 1000, static_cast<long>(timeout_ms % 1000) * 1000000L};
   futex(&own()->bell, FUTEX_WAIT, seen, &ts);
+}
+
+void shm_domain::drain_bell_fd() noexcept {
+  char buf[256];
+  while (own_fifo_ >= 0 && ::read(own_fifo_, buf, sizeof buf) == static_cast<ssize_t>(sizeof buf)) {
+  }
+}
+
+void shm_domain::wake_self() noexcept {
+  own()->bell.fetch_add(1, std::memory_order_acq_rel);
+  futex(&own()->bell, FUTEX_WAKE, INT_MAX, nullptr);
+  if (own_fifo_ >= 0) {
+    const char one = 1;
+    [[maybe_unused]] const ssize_t w = ::write(own_fifo_, &one, 1);
+  }
+}
+
+void shm_domain::wake_all_peers() noexcept {
+  for (std::size_t j = 0; j < ctl_.size(); ++j) {
+    shm_control* peer = ctl_[j];
+    if (!peer || static_cast<int>(j) == my_local_) continue;
+    peer->bell.fetch_add(1);
+    futex(&peer->bell, FUTEX_WAKE, INT_MAX, nullptr);
+    if (peer_fifo_[j] >= 0) {
+      const char one = 1;
+      [[maybe_unused]] const ssize_t w = ::write(peer_fifo_[j], &one, 1);
+    }
+  }
 }
 
 peer_health shm_domain::health(int peer) const {
@@ -363,25 +445,13 @@ void shm_domain::abort(int culprit, const std::string& reason) noexcept {
   std::memcpy(c->reason, reason.data(), n);
   c->reason[n] = '\0';
   c->state.store(1, std::memory_order_release);
-  for (shm_control* peer : ctl_) {
-    if (peer && peer != c) {
-      peer->bell.fetch_add(1);
-      futex(&peer->bell, FUTEX_WAKE, INT_MAX, nullptr);
-    }
-  }
+  wake_all_peers();
 }
 
 void shm_domain::close() noexcept {
   shm_control* c = own();
   std::uint32_t expected = 0;
-  if (c->state.compare_exchange_strong(expected, 2)) {
-    for (shm_control* peer : ctl_) {
-      if (peer && peer != c) {
-        peer->bell.fetch_add(1);
-        futex(&peer->bell, FUTEX_WAKE, INT_MAX, nullptr);
-      }
-    }
-  }
+  if (c->state.compare_exchange_strong(expected, 2)) wake_all_peers();
 }
 
 }  // namespace keel::comm::detail

@@ -1,4 +1,4 @@
-// POSIX shared-memory transport (internal).
+// POSIX shared-memory transport (internal): the segments, their rings and doorbells.
 //
 // Every rank owns one segment, /dev/shm/keel-<job>-<nonce>-<rank>: a control block (a futex
 // doorbell, a sleeping flag, the owner's pid and abort state) followed by one inbound ring
@@ -10,10 +10,16 @@
 // straight out of the slot, publishes tail and rings the producer's doorbell. A doorbell is a
 // futex word bumped, and woken, only when its owner announced that it is about to sleep: a
 // Dekker handshake. Where the kernel has membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED), the
-// handshake is asymmetric: the rare side (a rank about to sleep) pays a membarrier() and the
-// common side (ringing after every chunk) only a compiler barrier; elsewhere both use seq_cst
-// fences. A busy rank pays no syscalls. All segments are unlinked once every local rank has
-// mapped them.
+// handshake is asymmetric: the rank about to sleep pays a membarrier() and the common side
+// (ringing after every chunk) only a compiler barrier; elsewhere both use seq_cst fences. A
+// busy rank pays no syscalls.
+//
+// A rank that also has TCP peers cannot sleep on a futex alone (epoll cannot wait on one),
+// so it owns a second doorbell, a FIFO next to its segment (…-<rank>.bell, made when
+// `fd_wake`): announcing a sleep "by fd" sets the flag to 2, and a peer that rings a rank
+// in that state writes one byte to its FIFO instead of a futex wake. The rank polls the FIFO
+// together with its sockets, so data from either side wakes it at once. All segments and
+// FIFOs are unlinked once every local rank has mapped (and opened) them.
 #pragma once
 
 #include <atomic>
@@ -23,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "../device.hpp"
 #include "../pair.hpp"
 
 namespace keel::comm::detail {
@@ -40,26 +47,23 @@ struct shm_control {
   char reason[256] = {};
 };
 
-struct peer_health {
-  bool ok = true;
-  bool dead = false;     // the process is gone
-  bool aborted = false;  // it raised an error; culprit/reason say why
-  bool closed = false;   // it destroyed its communicator
-  int culprit = -1;
-  std::string reason;
+// How a peer rings one rank: its control block and, when it has one, its FIFO.
+struct doorbell {
+  shm_control* ctl = nullptr;
+  int fd = -1;
 };
 
 class shm_domain {
  public:
   // `local_ranks`: the global ranks on this host (ascending, includes `rank`).
   shm_domain(std::string name_prefix, int rank, std::vector<int> local_ranks,
-             std::size_t chunk_bytes, int slots);
+             std::size_t chunk_bytes, int slots, bool fd_wake);
   ~shm_domain();
   shm_domain(const shm_domain&) = delete;
   shm_domain& operator=(const shm_domain&) = delete;
 
   // Step 1: create and size this rank's segment (done in the constructor).
-  // Step 2, after every local rank created its own: map the others.
+  // Step 2, after every local rank created its own: map the others (and open their FIFOs).
   void map_peers();
   // Step 3, after every local rank mapped: remove the names (mappings stay valid).
   void unlink_own() noexcept;
@@ -68,11 +72,16 @@ class shm_domain {
 
   std::unique_ptr<pair> make_pair(int peer, int channel);
 
-  // Waiting on the own doorbell.
+  // Waiting on the own doorbell: announce_sleep(), check once more, then sleep() on the futex
+  // (by_fd false) or poll bell_fd() (by_fd true, only with a FIFO) and drain_bell_fd().
   std::uint32_t bell() const noexcept { return own()->bell.load(std::memory_order_acquire); }
-  void announce_sleep() noexcept;
+  void announce_sleep(bool by_fd) noexcept;
   void end_sleep() noexcept;
   void sleep(std::uint32_t seen, int timeout_ms) noexcept;
+  int bell_fd() const noexcept { return own_fifo_; }
+  void drain_bell_fd() noexcept;
+  // Any thread: rings this rank's own doorbell (both kinds), ending its sleep.
+  void wake_self() noexcept;
 
   peer_health health(int peer) const;
   // Publishes (call id, peer) this rank waits for; peer -1 when not waiting.
@@ -87,7 +96,7 @@ class shm_domain {
   void abort(int culprit, const std::string& reason) noexcept;
   void close() noexcept;
 
-  static void ring(shm_control* c) noexcept;
+  static void ring(const doorbell& d) noexcept;
   std::size_t segment_bytes() const noexcept { return segment_bytes_; }
 
  private:
@@ -95,6 +104,8 @@ class shm_domain {
   int local_index(int rank) const;
   std::byte* ring_base(int owner_local, int producer_local, int channel) const noexcept;
   std::string name_of(int rank) const;
+  std::string fifo_path(int rank) const;
+  void wake_all_peers() noexcept;
 
   std::string prefix_;
   int rank_;
@@ -108,6 +119,10 @@ class shm_domain {
   std::vector<std::byte*> base_;
   std::vector<shm_control*> ctl_;
   bool own_linked_ = false;
+  bool fd_wake_ = false;
+  bool fifo_linked_ = false;
+  int own_fifo_ = -1;           // read end (opened read-write: never EOF)
+  std::vector<int> peer_fifo_;  // write ends, by local index (-1: none)
 };
 
 }  // namespace keel::comm::detail
