@@ -6,7 +6,8 @@
 // PROTO and STOP. Every opcode that could name or construct an object (GLOBAL, STACK_GLOBAL,
 // REDUCE, BUILD, INST, OBJ, NEWOBJ, NEWOBJ_EX, EXT1/2/4, PERSID, BINPERSID) is refused with a
 // keel::parse_error that names the opcode and its byte offset; so are sets, out-of-band
-// buffers and the text opcodes of protocol 0. parse_json() reads JSON text into the same tree.
+// buffers and the text opcodes of protocol 0. parse_json() reads JSON text into the same tree,
+// with keel's JSON reader (keel/core/json_reader.hpp).
 //
 // Hostile input cannot exhaust memory or stack: every length is checked against the bytes
 // that remain before anything is allocated, all storage grows in proportion to the input,
@@ -70,7 +71,6 @@ class builder;
 [[noreturn]] void wrong_kind(const value& v, std::string_view wanted);
 [[noreturn]] void index_out_of_range();
 class pickle_reader;
-class json_reader;
 }  // namespace detail
 
 // A handle to one node of a document. Accessors that do not match the kind throw
@@ -140,7 +140,6 @@ class document {
   friend class value;
   friend class detail::builder;
   friend class detail::pickle_reader;
-  friend class detail::json_reader;
   friend document parse(std::span<const std::byte>, std::string_view, const limits&);
   friend document parse_json(std::string_view, std::string_view, const limits&);
   friend class document_builder;
@@ -201,8 +200,9 @@ inline std::optional<value> value::get(std::string_view name) const {
 // Throws keel::parse_error ("source: byte N: message").
 document parse(std::span<const std::byte> bytes, std::string_view source, const limits& lim = {});
 
-// Parses one JSON document (RFC 8259) into the same tree: objects become dicts, arrays
-// lists, numbers integers when integral and in range, else floats. Throws keel::parse_error
+// Parses one JSON document (RFC 8259, as keel/core/json_reader.hpp reads it, lone surrogate
+// escapes kept) into the same tree: objects become dicts, arrays lists, numbers integers
+// when integral and in [-2^63, 2^64), else floats. Throws keel::parse_error
 // ("source:line:column: message").
 document parse_json(std::string_view text, std::string_view source, const limits& lim = {});
 
