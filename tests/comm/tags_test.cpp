@@ -128,7 +128,7 @@ TEST_P(CommTags, ASecondCallOnABusyTagIsRefused) {
     });
     if (c.rank() == 0) {
       while (!started) std::this_thread::sleep_for(1ms);
-      std::this_thread::sleep_for(50ms);
+      std::this_thread::sleep_for(200ms);  // t claims tag 5 right after `started`
       try {
         c.barrier(on_tag(5));
         ADD_FAILURE() << "a second call on tag 5 ran";
