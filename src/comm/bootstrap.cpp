@@ -122,8 +122,13 @@ communicator::impl::impl(store& s, int rank, int size, options o)
     yield_override =
         static_cast<int>(detail::env_integer("KEEL_COMM_YIELD_US", *v, 0, k_max_idle_us));
   }
-  p2p_send_seq_.assign(size, 0);
-  p2p_recv_seq_.assign(size, 0);
+  {
+    auto l = std::make_unique<lane>();
+    l->p2p_send_seq.assign(static_cast<std::size_t>(size), 0);
+    l->p2p_recv_seq.assign(static_cast<std::size_t>(size), 0);
+    lane0_ = l.get();
+    lanes_.emplace(0, std::move(l));
+  }
   transport_of_.assign(size, transport::auto_select);
   const std::string prefix =
       opts_.name.empty()
@@ -354,10 +359,13 @@ void communicator::impl::tune(store& s, const std::string& prefix) {
 }
 
 void communicator::impl::abort_all(int culprit, const std::string& reason) noexcept {
-  if (aborted_) return;
-  aborted_ = true;
-  abort_culprit_ = culprit;
-  abort_reason_ = reason;
+  {
+    std::lock_guard lock(abort_mutex_);
+    if (aborted_) return;
+    abort_culprit_ = culprit;
+    abort_reason_ = reason;
+    aborted_ = true;
+  }
   for (auto& d : devices_) d->abort(culprit, reason);
 }
 

@@ -79,13 +79,14 @@ choice communicator::impl::choose(collective c, std::size_t bytes, algorithm req
   return out;
 }
 
-algorithm communicator::impl::resolve(collective c, std::size_t bytes, algorithm requested) {
+algorithm communicator::impl::resolve(lane& l, collective c, std::size_t bytes,
+                                      algorithm requested) {
   // The choice depends only on (collective, requested, bytes): remember it, so that a training
   // loop's repeated calls cost one hash lookup instead of the model and its explanation.
   const std::uint64_t key =
       (static_cast<std::uint64_t>(c) << 58) ^ (static_cast<std::uint64_t>(requested) << 52) ^ bytes;
   if (bytes < (std::uint64_t{1} << 52)) {
-    if (const auto it = decided_.find(key); it != decided_.end()) return it->second;
+    if (const auto it = l.decided.find(key); it != l.decided.end()) return it->second;
   }
   const choice ch = choose(c, bytes, requested);
   if (log_enabled(log_level::info)) {
@@ -93,19 +94,20 @@ algorithm communicator::impl::resolve(collective c, std::size_t bytes, algorithm
                   format_size(bytes), size_, to_string(ch.algo), ch.why);
   }
   if (bytes < (std::uint64_t{1} << 52)) {
-    if (decided_.size() >= 4096) decided_.clear();  // bounded; every rank decides alike
-    decided_.emplace(key, ch.algo);
+    if (l.decided.size() >= 4096) l.decided.clear();  // bounded; every rank decides alike
+    l.decided.emplace(key, ch.algo);
   }
   return ch.algo;
 }
 
-call_info communicator::impl::begin(collective c, dtype t, reduce_op op, std::size_t count,
+call_info communicator::impl::begin(lane& l, collective c, dtype t, reduce_op op, std::size_t count,
                                     const call_options& o) {
-  if (aborted_) {
+  if (aborted_.load(std::memory_order_acquire)) {
+    std::lock_guard lock(abort_mutex_);
     throw peer_error(fmt::format("{} on rank {}: the communicator was aborted by an earlier "
                                  "error: {}",
                                  to_string(c), rank_, abort_reason_),
-                     std::string(to_string(c)), seq_ + 1, abort_culprit_);
+                     std::string(to_string(c)), l.seq + 1, abort_culprit_);
   }
   if (std::find(std::begin(k_all_dtypes), std::end(k_all_dtypes), t) == std::end(k_all_dtypes)) {
     throw keel::invalid_argument(
@@ -116,18 +118,42 @@ call_info communicator::impl::begin(collective c, dtype t, reduce_op op, std::si
   call.type = t;
   call.op = op;
   call.count = count;
-  call.seq = ++seq_;
+  call.tag = o.tag;
+  // Point to point has a sequence per peer and direction (set by send/recv).
+  if (c != collective::sendrecv) call.seq = ++l.seq;
   call.timeout = o.timeout.count() > 0 ? o.timeout : opts_.timeout;
   // call.deadline stays unset: the engine starts the clock when the call first has to wait
   // (a clock read costs as much as a small message), so the timeout counts from then.
   return call;
 }
 
-std::byte* communicator::impl::scratch(std::size_t bytes, int which) {
-  auto& s = scratch_[which];
+std::byte* communicator::impl::scratch(lane& l, std::size_t bytes, int which) {
+  auto& s = l.scratch[which];
   if (s.size() < bytes) s.resize(bytes);
   return s.data();
 }
+
+communicator::impl::claim::claim(impl& m, std::uint32_t tag, collective c) : lane_(m.lane0_) {
+  if (tag != 0) {
+    std::lock_guard lock(m.lanes_mutex_);
+    std::unique_ptr<comm::lane>& l = m.lanes_[tag];
+    if (!l) {
+      l = std::make_unique<comm::lane>();
+      l->p2p_send_seq.assign(static_cast<std::size_t>(m.size_), 0);
+      l->p2p_recv_seq.assign(static_cast<std::size_t>(m.size_), 0);
+    }
+    lane_ = l.get();
+  }
+  // Acquire/release: the next call on this lane sees what this one left in it.
+  if (lane_->busy.exchange(true, std::memory_order_acquire)) {
+    throw keel::invalid_argument(
+        fmt::format("{} on rank {}: tag {} is in use by another call in flight (calls at once need "
+                    "different tags)",
+                    to_string(c), m.rank_, tag));
+  }
+}
+
+communicator::impl::claim::~claim() { lane_->busy.store(false, std::memory_order_release); }
 
 // ------------------------------------------------------------------ communicator
 
@@ -150,7 +176,7 @@ std::unique_ptr<communicator> communicator::from_env(options opts) {
 
 int communicator::rank() const noexcept { return impl_->rank_; }
 int communicator::size() const noexcept { return impl_->size_; }
-std::uint64_t communicator::seq() const noexcept { return impl_->seq_; }
+std::uint64_t communicator::seq() const noexcept { return impl_->lane0_->seq; }
 const cost_model& communicator::model() const noexcept { return impl_->model_; }
 
 transport communicator::transport_to(int peer) const {
@@ -187,8 +213,10 @@ namespace {
 void execute(communicator::impl& m, collective c, const void* in, void* out, std::size_t count,
              dtype t, reduce_op op, int root, std::size_t total_bytes, call_options o,
              std::size_t avg_elems, void* avg_buf) {
-  call_info call = m.begin(c, t, op, count, o);
-  call.algo = m.resolve(c, total_bytes, o.algo);
+  const communicator::impl::claim claimed(m, o.tag, c);
+  lane& l = claimed.lane();
+  call_info call = m.begin(l, c, t, op, count, o);
+  call.algo = m.resolve(l, c, total_bytes, o.algo);
   call.root = root;
   if (count == 0 && c != collective::barrier) return;
   const int r = m.rank_;
@@ -197,19 +225,20 @@ void execute(communicator::impl& m, collective c, const void* in, void* out, std
       (c == collective::allreduce || c == collective::reduce_scatter)) {
     agg = m.opts_.reducer_rank;
   }
-  detail::args a{r,
-                 m.size_,
-                 static_cast<const std::byte*>(in),
-                 static_cast<std::byte*>(out),
-                 count,
-                 dtype_size(t),
-                 agg,
-                 [&m](std::size_t bytes, int which) { return m.scratch(bytes, which); }};
+  detail::args a{
+      r,
+      m.size_,
+      static_cast<const std::byte*>(in),
+      static_cast<std::byte*>(out),
+      count,
+      dtype_size(t),
+      agg,
+      [&l](std::size_t bytes, int which) { return communicator::impl::scratch(l, bytes, which); }};
   if (m.size_ == 1) {
     const std::size_t bytes = count * dtype_size(t);
     if (out && in != out && bytes) std::memmove(out, in, bytes);
   } else {
-    detail::schedule& s = m.sched_;
+    detail::schedule& s = l.sched;
     s.reset(m.size_);
     const detail::plan p = detail::find_algorithm(c, call.algo)->build(s, a);
     for (const auto& cp : p.before) std::memcpy(cp.dst, cp.src, cp.bytes);
@@ -277,11 +306,12 @@ void communicator::send(const void* in, std::size_t count, dtype t, int peer, ca
         fmt::format("send: peer {} must be another rank of {}", peer, m.size_));
   }
   check_buffers(in, in, count, collective::sendrecv);
-  call_info call = m.begin(collective::sendrecv, t, reduce_op::sum, count, o);
-  --m.seq_;  // point to point does not advance the collective sequence
-  call.seq = ++m.p2p_send_seq_[peer];
+  const impl::claim claimed(m, o.tag, collective::sendrecv);
+  lane& l = claimed.lane();
+  call_info call = m.begin(l, collective::sendrecv, t, reduce_op::sum, count, o);
+  call.seq = ++l.p2p_send_seq[static_cast<std::size_t>(peer)];
   call.algo = algorithm::direct;
-  detail::schedule& s = m.sched_;
+  detail::schedule& s = l.sched;
   s.reset(m.size_);
   s.send(peer, 1, in, count * dtype_size(t));
   m.run(s, call);
@@ -294,11 +324,12 @@ void communicator::recv(void* out, std::size_t count, dtype t, int peer, call_op
         fmt::format("recv: peer {} must be another rank of {}", peer, m.size_));
   }
   check_buffers(out, out, count, collective::sendrecv);
-  call_info call = m.begin(collective::sendrecv, t, reduce_op::sum, count, o);
-  --m.seq_;
-  call.seq = ++m.p2p_recv_seq_[peer];
+  const impl::claim claimed(m, o.tag, collective::sendrecv);
+  lane& l = claimed.lane();
+  call_info call = m.begin(l, collective::sendrecv, t, reduce_op::sum, count, o);
+  call.seq = ++l.p2p_recv_seq[static_cast<std::size_t>(peer)];
   call.algo = algorithm::direct;
-  detail::schedule& s = m.sched_;
+  detail::schedule& s = l.sched;
   s.reset(m.size_);
   s.recv(peer, 1, out, count * dtype_size(t));
   m.run(s, call);

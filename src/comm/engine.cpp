@@ -21,7 +21,7 @@ int schedule::add(op o, gates_t gates) {
   const std::size_t q = (static_cast<std::size_t>(o.peer) * k_channels + o.channel) * 2 +
                         (o.kind == op::send ? 0 : 1);
   if (queues[q].empty()) used_.push_back(static_cast<int>(q));
-  o.tag = static_cast<std::uint32_t>(queues[q].size());
+  o.index = static_cast<std::uint32_t>(queues[q].size());
   o.gate_first = static_cast<std::uint32_t>(gate_pool.size());
   o.gate_count = static_cast<std::uint32_t>(gates.n);
   gate_pool.insert(gate_pool.end(), gates.p, gates.p + gates.n);

@@ -2,7 +2,7 @@
 // data dependencies; the engine runs them all at once, chunk by chunk, without blocking.
 //
 // Operations on one (peer, channel, direction) run in the order they were added, and both
-// ends add them in the same order (tag = position in that queue, checked on arrival). An op
+// ends add them in the same order (index = position in that queue, checked on arrival). An op
 // may name gates: ops whose output it reads (or whose input it overwrites). Gating is by
 // address: op X may process its bytes up to gate.ptr + gate.done - X.ptr, or everything once
 // the gate is complete. That is what pipelines a ring — step s+1 forwards chunk c as soon
@@ -48,7 +48,7 @@ struct op {
   std::size_t done = 0;
   std::size_t chunk_pos = 0;  // bytes of the current incoming chunk already consumed
   bool started = false;
-  std::uint32_t tag = 0;
+  std::uint32_t index = 0;  // its position in its queue, carried by its chunks
 
   bool complete() const noexcept { return started && done == bytes; }
   // As a gate: where its progress is measured (what a send read, what a receive wrote).
@@ -105,7 +105,8 @@ struct call_info {
   dtype type = dtype::u8;
   reduce_op op = reduce_op::sum;
   algorithm algo = algorithm::ring;
-  std::uint64_t seq = 0;
+  std::uint64_t seq = 0;  // per tag
+  std::uint32_t tag = 0;  // call_options::tag
   std::uint64_t count = 0;
   int root = -1;
   std::chrono::steady_clock::time_point deadline;  // unset: `timeout` after it first waits

@@ -143,8 +143,10 @@ TEST(CommCollectives, MissingRankTimesOutNamingIt) {
       }
       const auto t0 = std::chrono::steady_clock::now();
       try {
-        c.allreduce(a.data(), b.data(), 10, dtype::f64, reduce_op::sum,
-                    {algorithm::ring, std::chrono::milliseconds(300)});
+        call_options co;
+        co.algo = algorithm::ring;
+        co.timeout = std::chrono::milliseconds(300);
+        c.allreduce(a.data(), b.data(), 10, dtype::f64, reduce_op::sum, co);
         ADD_FAILURE() << "no error";
       } catch (const comm_error& e) {
         const auto took = std::chrono::steady_clock::now() - t0;

@@ -18,7 +18,9 @@
 // mismatch_error. After any error the communicator is aborted: peers are told at once (shm
 // flag + futex wake, TCP abort chunk) so they fail fast, and later calls throw peer_error.
 //
-// Thread-safety: one thread at a time per communicator (as with NCCL/Gloo communicators).
+// Thread-safety: calls on different tags (call_options::tag) may come from different threads
+// at once; calls on one tag one at a time (a second call on a tag in flight throws
+// keel::invalid_argument). One thread drives every call in flight while the others wait.
 // Different communicators are independent. Shared-memory segments are unlinked as soon
 // as every local rank has mapped them, so a crash leaves nothing behind in /dev/shm.
 //
@@ -60,9 +62,15 @@ struct options {
   static options from_env() { return from_env(options{}); }
 };
 
+// Per call. `tag` (gloo's): the calls in flight at once on a communicator need different
+// tags, and every rank uses the same tag for the same call. Each tag is a sequence of its
+// own: calls on one tag are matched between ranks in the order they are made, calls on
+// different tags independently of each other, so several threads may run collectives (or
+// send/recv) at the same time, each on its own tag.
 struct call_options {
   algorithm algo = algorithm::auto_select;  // auto: KEEL_COMM_ALGO / options.algo / model
   duration timeout{0};                      // 0: the communicator's
+  std::uint32_t tag = 0;
 };
 
 // Alpha-beta-gamma costs (seconds, seconds per byte) the `auto` choice uses.
@@ -93,7 +101,8 @@ class communicator {
 
   int rank() const noexcept;
   int size() const noexcept;
-  // Collectives issued so far (the sequence number of the last one).
+  // Collectives issued so far on tag 0 (the sequence number of the last one); each tag
+  // counts its own. Read it from the thread that uses tag 0.
   std::uint64_t seq() const noexcept;
   transport transport_to(int peer) const;
   const cost_model& model() const noexcept;

@@ -211,7 +211,7 @@ void tcp_device::wake() noexcept {
 void tcp_device::abort(int culprit, const std::string&) noexcept {
   chunk_header h;
   h.flags = k_flag_abort;
-  h.peer = culprit;
+  set_abort_culprit(h, culprit);
   for (auto& channels : pairs_) {
     for (auto& p : channels) {
       if (p) p->abort(h);
