@@ -88,7 +88,7 @@ trace parse_trace(std::istream& in, const std::string& source, std::size_t block
   std::vector<std::uint32_t> tokens;
   std::unordered_map<block_hash, chain_link> links;  // each hash id's parent, first seen
   json::reader_options options;
-  options.max_depth = 64;
+  options.max_depth = 66;  // the line's object and 65 levels within it
   json::reader rd({}, source, options);
   while (std::getline(in, text)) {
     ++line_no;
