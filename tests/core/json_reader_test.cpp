@@ -67,39 +67,55 @@ TEST(JsonReader, EventsWithTheirOffsets) {
             (std::vector<std::string>{"{@0", "key:k@1", "u:1@5", "key:k@7", "u:2@11", "}@12"}));
 }
 
+// The one number of a text, as the reader delivers it.
+struct number_read {
+  number_kind type;
+  std::uint64_t u;
+  std::int64_t i;
+  double d;
+};
+
+number_read one(std::string_view text) {
+  reader rd(text, "n");
+  EXPECT_EQ(rd.next(), event::number) << text;
+  number_read n{};
+  n.type = rd.number_type();
+  n.u = rd.as_unsigned();
+  n.i = rd.as_signed();
+  n.d = rd.as_double();
+  EXPECT_EQ(rd.next(), event::end) << text;
+  return n;
+}
+
 TEST(JsonReader, NumbersAreExact) {
-  const auto one = [](std::string_view text) {
-    reader rd(text, "n");
-    EXPECT_EQ(rd.next(), event::number) << text;
-    return rd;
-  };
-  reader r = one("18446744073709551615");
-  EXPECT_EQ(r.number_type(), number_kind::unsigned_integer);
-  EXPECT_EQ(r.as_unsigned(), UINT64_MAX);
-  r = one("9007199254740993");  // 2^53 + 1: no double holds it
-  EXPECT_EQ(r.as_unsigned(), 9007199254740993u);
+  number_read r = one("18446744073709551615");
+  EXPECT_EQ(r.type, number_kind::unsigned_integer);
+  EXPECT_EQ(r.u, UINT64_MAX);
+  EXPECT_EQ(one("9007199254740993").u, 9007199254740993u);  // 2^53 + 1: no double holds it
   r = one("-9223372036854775808");
-  EXPECT_EQ(r.number_type(), number_kind::signed_integer);
-  EXPECT_EQ(r.as_signed(), INT64_MIN);
+  EXPECT_EQ(r.type, number_kind::signed_integer);
+  EXPECT_EQ(r.i, INT64_MIN);
+  EXPECT_EQ(one("-1").i, -1);
   r = one("-0");
-  EXPECT_EQ(r.number_type(), number_kind::unsigned_integer);
-  EXPECT_EQ(r.as_unsigned(), 0u);
+  EXPECT_EQ(r.type, number_kind::unsigned_integer);
+  EXPECT_EQ(r.u, 0u);
   // Wider integers, fractions and exponents are doubles.
   r = one("18446744073709551616");
-  EXPECT_EQ(r.number_type(), number_kind::floating);
-  EXPECT_EQ(r.as_double(), 18446744073709551616.0);
+  EXPECT_EQ(r.type, number_kind::floating);
+  EXPECT_EQ(r.d, 18446744073709551616.0);
   r = one("-9223372036854775809");
-  EXPECT_EQ(r.number_type(), number_kind::floating);
-  EXPECT_EQ(r.as_double(), -9223372036854775808.0);
-  EXPECT_EQ(one("1E+2").as_double(), 100.0);
-  EXPECT_EQ(one("2.5e-1").as_double(), 0.25);
-  EXPECT_EQ(one("0.1").as_double(), 0.1);
-  EXPECT_TRUE(std::signbit(one("-0.0").as_double()));
+  EXPECT_EQ(r.type, number_kind::floating);
+  EXPECT_EQ(r.d, -9223372036854775808.0);
+  EXPECT_EQ(one("1E+2").type, number_kind::floating);
+  EXPECT_EQ(one("1E+2").d, 100.0);
+  EXPECT_EQ(one("2.5e-1").d, 0.25);
+  EXPECT_EQ(one("0.1").d, 0.1);
+  EXPECT_TRUE(std::signbit(one("-0.0").d));
   // Underflow reads as the nearest double (a subnormal or zero); overflow is an error.
-  EXPECT_EQ(one("1e-400").as_double(), 0.0);
-  EXPECT_EQ(one("3e-324").as_double(), 4.9406564584124654e-324);
-  EXPECT_EQ(one("4e-320").as_double(), 4e-320);
-  EXPECT_EQ(one("-8").as_double(), -8.0);
+  EXPECT_EQ(one("1e-400").d, 0.0);
+  EXPECT_EQ(one("3e-324").d, 4.9406564584124654e-324);
+  EXPECT_EQ(one("4e-320").d, 4e-320);
+  EXPECT_EQ(one("-8").d, -8.0);  // integers as doubles too
 }
 
 TEST(JsonReader, StringsAreDecoded) {

@@ -19,9 +19,11 @@
 // three-byte form and such bytes are accepted raw (WTF-8, as Python's pickle writes them with
 // 'surrogatepass'); paired escapes are always joined into one code point.
 //
-// Every error is a keel::parse_error "source:line:column: message" (line and column 1-based,
-// the column in bytes) at the offending byte, after reader_options::first_line - 1 lines (so
-// that a JSON-lines reader passes one line at a time). The text and source are borrowed and
+// Every error is a keel::parse_error "source:line:column: message" (1-based, the column in
+// bytes) at the byte where the text goes wrong (for an unterminated string its opening quote,
+// for a number out of range or with a leading zero its first character), counted from line
+// reader_options::first_line so that a JSON-lines reader can pass one line at a time. Keys
+// are delivered as written, a repeated one each time. The text and source are borrowed and
 // must outlive the reader. Not thread-safe: one reader per text.
 #pragma once
 
@@ -63,6 +65,8 @@ struct reader_options {
 class reader {
  public:
   reader(std::string_view text, std::string_view source, const reader_options& options = {});
+  reader(const reader&) = delete;  // string() may point into the reader
+  reader& operator=(const reader&) = delete;
 
   // Starts over on another text whose first line is `first_line`, keeping the options and
   // the buffers (a JSON-lines reader calls it once a line).
