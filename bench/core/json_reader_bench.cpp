@@ -1,4 +1,4 @@
-// keel::json::reader vs. nlohmann::json's SAX parser (no DOM), side by side on the same text.
+// keel::json_reader vs. nlohmann::json's SAX parser (no DOM), side by side on the same text.
 // bytes_per_second is input bytes read per second.
 //
 //   mooncake: the bundled Mooncake trace (3,993 JSON lines, 1.1 MB, mostly integer arrays),
@@ -23,8 +23,9 @@
 
 namespace {
 
-using keel::json::event;
-using keel::json::number_kind;
+using keel::json_event;
+using keel::json_number;
+using keel::json_reader;
 
 struct request {
   std::uint64_t timestamp = 0, input_length = 0, output_length = 0;
@@ -75,17 +76,17 @@ void for_lines(std::string_view text, F&& f) {
 
 std::size_t keel_mooncake(std::string_view text) {
   std::size_t n = 0;
-  keel::json::reader rd({}, "mooncake");
+  keel::json_reader rd({}, "mooncake");
   for_lines(text, [&](std::string_view line, std::size_t line_no) {
     rd.reset(line, line_no);
-    if (rd.next() != event::begin_object) throw std::runtime_error("not an object");
+    if (rd.next() != json_event::begin_object) throw std::runtime_error("not an object");
     request r;
-    const auto number = [&](event e) {
-      if (e != event::number || rd.number_type() != number_kind::unsigned_integer)
+    const auto number = [&](json_event e) {
+      if (e != json_event::number || rd.number_type() != json_number::unsigned_integer)
         throw std::runtime_error("not an integer");
       return rd.as_unsigned();
     };
-    for (event e = rd.next(); e != event::end_object; e = rd.next()) {
+    for (json_event e = rd.next(); e != json_event::end_object; e = rd.next()) {
       const std::string_view key = rd.string();
       e = rd.next();
       if (key == "timestamp") {
@@ -95,7 +96,7 @@ std::size_t keel_mooncake(std::string_view text) {
       } else if (key == "output_length") {
         r.output_length = number(e);
       } else if (key == "hash_ids") {
-        for (e = rd.next(); e != event::end_array; e = rd.next()) r.ids.push_back(number(e));
+        for (e = rd.next(); e != json_event::end_array; e = rd.next()) r.ids.push_back(number(e));
       } else {
         rd.skip();
       }
@@ -160,11 +161,11 @@ std::size_t nlohmann_mooncake(std::string_view text) {
 }
 
 std::size_t keel_snapshot(std::string_view text) {
-  keel::json::reader rd(text, "snapshot");
+  keel::json_reader rd(text, "snapshot");
   std::size_t n = 0;
-  for (event e = rd.next(); e != event::end; e = rd.next()) {
-    if (e == event::key || e == event::string) n += rd.string().size();
-    if (e == event::number) n += rd.as_unsigned() & 1;
+  for (json_event e = rd.next(); e != json_event::end; e = rd.next()) {
+    if (e == json_event::key || e == json_event::string) n += rd.string().size();
+    if (e == json_event::number) n += rd.as_unsigned() & 1;
   }
   return n;
 }
@@ -229,7 +230,7 @@ class ratio_reporter : public benchmark::ConsoleReporter {
       const auto k = rate_.find(std::string("BM_keel_reader_") + w);
       const auto n = rate_.find(std::string("BM_nlohmann_sax_") + w);
       if (k == rate_.end() || n == rate_.end() || n->second <= 0) continue;
-      std::printf("%-9s keel json::reader %.0f MB/s, nlohmann SAX %.0f MB/s, ratio %.2f\n", w,
+      std::printf("%-9s keel json_reader %.0f MB/s, nlohmann SAX %.0f MB/s, ratio %.2f\n", w,
                   k->second / 1e6, n->second / 1e6, k->second / n->second);
     }
   }
