@@ -10,7 +10,7 @@
 
 #include "keel/core/error.hpp"
 
-namespace keel::json {
+namespace keel {
 namespace {
 
 void append_utf8(std::string& out, std::uint32_t cp) {
@@ -43,14 +43,15 @@ bool is_digit(char c) noexcept { return c >= '0' && c <= '9'; }
 
 }  // namespace
 
-reader::reader(std::string_view text, std::string_view source, const reader_options& options)
+json_reader::json_reader(std::string_view text, std::string_view source,
+                         const json_reader_options& options)
     : begin_(text.data()),
       p_(text.data()),
       end_(text.data() + text.size()),
       source_(source),
       options_(options) {}
 
-void reader::reset(std::string_view text, std::size_t first_line) {
+void json_reader::reset(std::string_view text, std::size_t first_line) {
   begin_ = p_ = text.data();
   end_ = text.data() + text.size();
   options_.first_line = first_line;
@@ -60,7 +61,7 @@ void reader::reset(std::string_view text, std::size_t first_line) {
   string_ = {};
 }
 
-void reader::fail(std::size_t offset, const std::string& message) const {
+void json_reader::fail(std::size_t offset, const std::string& message) const {
   std::size_t line = options_.first_line, column = 1;
   for (const char* q = begin_; q < end_ && at(q) < offset; ++q) {
     if (*q == '\n') {
@@ -73,16 +74,16 @@ void reader::fail(std::size_t offset, const std::string& message) const {
   throw parse_error(std::string(source_), line, column, message);
 }
 
-double reader::as_double() const noexcept {
+double json_reader::as_double() const noexcept {
   switch (number_) {
-    case number_kind::unsigned_integer: return static_cast<double>(unsigned_);
-    case number_kind::signed_integer: return static_cast<double>(as_signed());
-    case number_kind::floating: break;
+    case json_number::unsigned_integer: return static_cast<double>(unsigned_);
+    case json_number::signed_integer: return static_cast<double>(as_signed());
+    case json_number::floating: break;
   }
   return double_;
 }
 
-event reader::next() {
+json_event json_reader::next() {
   skip_ws();
   switch (state_) {
     case state::value: return value();
@@ -97,7 +98,7 @@ event reader::next() {
         token_ = at(p_);
         if (p_ != end_) fail(token_, "trailing characters after the JSON document");
         state_ = state::done;
-        return event::end;
+        return json_event::end;
       }
       const bool object = stack_.back();
       if (p_ < end_ && *p_ == ',') {
@@ -111,16 +112,16 @@ event reader::next() {
     case state::done: break;
   }
   token_ = at(p_);
-  return event::end;
+  return json_event::end;
 }
 
-void reader::skip() {
+void json_reader::skip() {
   if (state_ != state::first_key && state_ != state::first_item) return;
   const std::size_t outer = stack_.size() - 1;
   while (stack_.size() > outer) next();
 }
 
-event reader::value() {
+json_event json_reader::value() {
   token_ = at(p_);
   if (p_ == end_) fail(token_, "expected a value");
   const char c = *p_;
@@ -131,16 +132,16 @@ event reader::value() {
     stack_.push_back(object);
     ++p_;
     state_ = object ? state::first_key : state::first_item;
-    return object ? event::begin_object : event::begin_array;
+    return object ? json_event::begin_object : json_event::begin_array;
   }
   state_ = state::after_value;
   if (c == '"') {
     read_string();
-    return event::string;
+    return json_event::string;
   }
   if (c == '-' || is_digit(c)) {
     read_number();
-    return event::number;
+    return json_event::number;
   }
   const auto literal = [&](std::string_view word) {
     if (static_cast<std::size_t>(end_ - p_) < word.size() ||
@@ -151,17 +152,17 @@ event reader::value() {
   };
   if (c == 't' && literal("true")) {
     bool_ = true;
-    return event::boolean;
+    return json_event::boolean;
   }
   if (c == 'f' && literal("false")) {
     bool_ = false;
-    return event::boolean;
+    return json_event::boolean;
   }
-  if (c == 'n' && literal("null")) return event::null;
+  if (c == 'n' && literal("null")) return json_event::null;
   fail(token_, "expected a value");
 }
 
-event reader::key() {
+json_event json_reader::key() {
   token_ = at(p_);
   if (p_ == end_ || *p_ != '"')
     fail(token_,
@@ -171,18 +172,18 @@ event reader::key() {
   if (p_ == end_ || *p_ != ':') fail(at(p_), "expected ':'");
   ++p_;
   state_ = state::value;
-  return event::key;
+  return json_event::key;
 }
 
-event reader::close(char c) {
+json_event json_reader::close(char c) {
   token_ = at(p_);
   ++p_;
   stack_.pop_back();
   state_ = state::after_value;
-  return c == '}' ? event::end_object : event::end_array;
+  return c == '}' ? json_event::end_object : json_event::end_array;
 }
 
-void reader::read_string() {
+void json_reader::read_string() {
   const char* start = p_++;
   const char* run = p_;  // the text since the last escape
   bool escaped = false;
@@ -215,7 +216,7 @@ void reader::read_string() {
       case 'r': scratch_ += '\r'; break;
       case 't': scratch_ += '\t'; break;
       case 'u': {
-        const bool keep = options_.surrogates == lone_surrogates::keep;
+        const bool keep = options_.surrogates == json_surrogates::keep;
         std::uint32_t cp = hex4();
         if (cp >= 0xd800 && cp <= 0xdbff) {
           if (end_ - p_ >= 2 && p_[0] == '\\' && p_[1] == 'u') {
@@ -252,7 +253,7 @@ void reader::read_string() {
 }
 
 // Four hex digits of a \u escape.
-std::uint32_t reader::hex4() {
+std::uint32_t json_reader::hex4() {
   std::uint32_t v = 0;
   for (int i = 0; i < 4; ++i, ++p_) {
     if (p_ == end_) fail(at(p_), "bad \\u escape in string");
@@ -272,8 +273,8 @@ std::uint32_t reader::hex4() {
 }
 
 // One well-formed UTF-8 sequence of two to four bytes (RFC 3629: no overlong forms, nothing
-// above U+10FFFF, no surrogates unless lone_surrogates::keep).
-void reader::read_utf8() {
+// above U+10FFFF, no surrogates unless json_surrogates::keep).
+void json_reader::read_utf8() {
   const auto b0 = static_cast<unsigned char>(*p_);
   int more = 0;
   unsigned char lo = 0x80, hi = 0xbf;  // the range of the second byte
@@ -282,7 +283,7 @@ void reader::read_utf8() {
   } else if (b0 >= 0xe0 && b0 <= 0xef) {
     more = 2;
     if (b0 == 0xe0) lo = 0xa0;
-    if (b0 == 0xed && options_.surrogates == lone_surrogates::refuse) hi = 0x9f;
+    if (b0 == 0xed && options_.surrogates == json_surrogates::refuse) hi = 0x9f;
   } else if (b0 >= 0xf0 && b0 <= 0xf4) {
     more = 3;
     if (b0 == 0xf0) lo = 0x90;
@@ -299,7 +300,7 @@ void reader::read_utf8() {
   }
 }
 
-void reader::read_number() {
+void json_reader::read_number() {
   const char* start = p_;
   const bool minus = *p_ == '-';
   if (minus) ++p_;
@@ -326,22 +327,22 @@ void reader::read_number() {
     std::uint64_t v = 0;
     if (std::from_chars(digits, p_, v).ec == std::errc()) {
       if (!minus || v == 0) {
-        number_ = number_kind::unsigned_integer;
+        number_ = json_number::unsigned_integer;
         unsigned_ = v;
         return;
       }
       if (v <= std::uint64_t{1} << 63) {
-        number_ = number_kind::signed_integer;
+        number_ = json_number::signed_integer;
         unsigned_ = ~v + 1;  // two's complement of -v
         return;
       }
     }
   }
-  number_ = number_kind::floating;
+  number_ = json_number::floating;
   if (std::from_chars(start, p_, double_).ec != std::errc()) {
     double_ = strtod_c(start, p_);
     if (!std::isfinite(double_)) fail(at(start), "number out of range");
   }
 }
 
-}  // namespace keel::json
+}  // namespace keel

@@ -20,16 +20,13 @@
 namespace keel::kv {
 namespace {
 
-using json::event;
-using json::number_kind;
-
 // The value `e` (just read) as a non-negative number up to k_max_trace_number (fractions
 // truncated), for lengths and timestamps.
-std::uint64_t count(const json::reader& rd, event e, const char* key) {
-  if (e != event::number) rd.fail(rd.offset(), "expected a number");
-  if (rd.number_type() == number_kind::unsigned_integer) {
+std::uint64_t count(const json_reader& rd, json_event e, const char* key) {
+  if (e != json_event::number) rd.fail(rd.offset(), "expected a number");
+  if (rd.number_type() == json_number::unsigned_integer) {
     if (rd.as_unsigned() <= k_max_trace_number) return rd.as_unsigned();
-  } else if (rd.number_type() == number_kind::floating) {
+  } else if (rd.number_type() == json_number::floating) {
     const double d = rd.as_double();
     if (d >= 0 && d <= static_cast<double>(k_max_trace_number))
       return static_cast<std::uint64_t>(d);
@@ -38,20 +35,20 @@ std::uint64_t count(const json::reader& rd, event e, const char* key) {
 }
 
 // The value `e` as an integer in [0, max]; `what` names it in errors.
-std::uint64_t uint(const json::reader& rd, event e, const char* what, std::uint64_t max) {
-  if (e != event::number) rd.fail(rd.offset(), "expected a number");
-  if (rd.number_type() != number_kind::unsigned_integer || rd.as_unsigned() > max)
+std::uint64_t uint(const json_reader& rd, json_event e, const char* what, std::uint64_t max) {
+  if (e != json_event::number) rd.fail(rd.offset(), "expected a number");
+  if (rd.number_type() != json_number::unsigned_integer || rd.as_unsigned() > max)
     rd.fail(rd.offset(), fmt::format("{} must be an integer in [0, {}]", what, max));
   return rd.as_unsigned();
 }
 
 // The value `e` as an array of integers in [0, max].
 template <class T>
-void uint_array(json::reader& rd, event e, std::vector<T>& out, const char* what,
+void uint_array(json_reader& rd, json_event e, std::vector<T>& out, const char* what,
                 std::uint64_t max) {
-  if (e != event::begin_array) rd.fail(rd.offset(), "expected '['");
+  if (e != json_event::begin_array) rd.fail(rd.offset(), "expected '['");
   out.clear();
-  for (e = rd.next(); e != event::end_array; e = rd.next())
+  for (e = rd.next(); e != json_event::end_array; e = rd.next())
     out.push_back(static_cast<T>(uint(rd, e, what, max)));
 }
 
@@ -87,9 +84,9 @@ trace parse_trace(std::istream& in, const std::string& source, std::size_t block
   std::size_t line_no = 0;
   std::vector<std::uint32_t> tokens;
   std::unordered_map<block_hash, chain_link> links;  // each hash id's parent, first seen
-  json::reader_options options;
-  options.max_depth = 64;
-  json::reader rd({}, source, options);
+  json_reader_options options;
+  options.max_depth = 66;  // the line's object and 65 levels within it
+  json_reader rd({}, source, options);
   while (std::getline(in, text)) {
     ++line_no;
     const std::size_t first = text.find_first_not_of(" \t\r\n");
@@ -100,7 +97,7 @@ trace parse_trace(std::istream& in, const std::string& source, std::size_t block
     trace_request r;
     std::optional<std::uint64_t> timestamp, input_length;
     bool have_ids = false, have_tokens = false;
-    for (event e = rd.next(); e != event::end_object; e = rd.next()) {
+    for (json_event e = rd.next(); e != json_event::end_object; e = rd.next()) {
       const field f = field_of(rd.string());  // e is a key
       e = rd.next();
       switch (f) {

@@ -9,47 +9,47 @@
 
 #include "keel/core/error.hpp"
 
-namespace keel::json {
+namespace keel {
 namespace {
 
 // The events of a whole text, one word each ("{", "}", "[", "]", "key:a", "str:a", "u:1",
 // "i:-1", "f:1.5", "true", "false", "null"), each followed by "@offset".
-std::vector<std::string> events(std::string_view text, const reader_options& options = {}) {
-  reader rd(text, "t.json", options);
+std::vector<std::string> events(std::string_view text, const json_reader_options& options = {}) {
+  json_reader rd(text, "t.json", options);
   std::vector<std::string> out;
   for (;;) {
-    const event e = rd.next();
+    const json_event e = rd.next();
     std::string word;
     switch (e) {
-      case event::begin_object: word = "{"; break;
-      case event::end_object: word = "}"; break;
-      case event::begin_array: word = "["; break;
-      case event::end_array: word = "]"; break;
-      case event::key: word = "key:" + std::string(rd.string()); break;
-      case event::string: word = "str:" + std::string(rd.string()); break;
-      case event::number:
+      case json_event::begin_object: word = "{"; break;
+      case json_event::end_object: word = "}"; break;
+      case json_event::begin_array: word = "["; break;
+      case json_event::end_array: word = "]"; break;
+      case json_event::key: word = "key:" + std::string(rd.string()); break;
+      case json_event::string: word = "str:" + std::string(rd.string()); break;
+      case json_event::number:
         switch (rd.number_type()) {
-          case number_kind::unsigned_integer: word = "u:" + std::to_string(rd.as_unsigned()); break;
-          case number_kind::signed_integer: word = "i:" + std::to_string(rd.as_signed()); break;
-          case number_kind::floating: word = "f:" + std::to_string(rd.as_double()); break;
+          case json_number::unsigned_integer: word = "u:" + std::to_string(rd.as_unsigned()); break;
+          case json_number::signed_integer: word = "i:" + std::to_string(rd.as_signed()); break;
+          case json_number::floating: word = "f:" + std::to_string(rd.as_double()); break;
         }
         break;
-      case event::boolean: word = rd.as_bool() ? "true" : "false"; break;
-      case event::null: word = "null"; break;
-      case event::end: return out;
+      case json_event::boolean: word = rd.as_bool() ? "true" : "false"; break;
+      case json_event::null: word = "null"; break;
+      case json_event::end: return out;
     }
     out.push_back(word + "@" + std::to_string(rd.offset()));
   }
 }
 
 // The one string of `["..."]`.
-std::string string_of(std::string_view text, const reader_options& options = {}) {
-  reader rd(text, "t.json", options);
-  EXPECT_EQ(rd.next(), event::begin_array);
-  EXPECT_EQ(rd.next(), event::string);
+std::string string_of(std::string_view text, const json_reader_options& options = {}) {
+  json_reader rd(text, "t.json", options);
+  EXPECT_EQ(rd.next(), json_event::begin_array);
+  EXPECT_EQ(rd.next(), json_event::string);
   std::string s(rd.string());
-  EXPECT_EQ(rd.next(), event::end_array);
-  EXPECT_EQ(rd.next(), event::end);
+  EXPECT_EQ(rd.next(), json_event::end_array);
+  EXPECT_EQ(rd.next(), json_event::end);
   return s;
 }
 
@@ -67,39 +67,55 @@ TEST(JsonReader, EventsWithTheirOffsets) {
             (std::vector<std::string>{"{@0", "key:k@1", "u:1@5", "key:k@7", "u:2@11", "}@12"}));
 }
 
+// The one number of a text, as the reader delivers it.
+struct number_read {
+  json_number type;
+  std::uint64_t u;
+  std::int64_t i;
+  double d;
+};
+
+number_read one(std::string_view text) {
+  json_reader rd(text, "n");
+  EXPECT_EQ(rd.next(), json_event::number) << text;
+  number_read n{};
+  n.type = rd.number_type();
+  n.u = rd.as_unsigned();
+  n.i = rd.as_signed();
+  n.d = rd.as_double();
+  EXPECT_EQ(rd.next(), json_event::end) << text;
+  return n;
+}
+
 TEST(JsonReader, NumbersAreExact) {
-  const auto one = [](std::string_view text) {
-    reader rd(text, "n");
-    EXPECT_EQ(rd.next(), event::number) << text;
-    return rd;
-  };
-  reader r = one("18446744073709551615");
-  EXPECT_EQ(r.number_type(), number_kind::unsigned_integer);
-  EXPECT_EQ(r.as_unsigned(), UINT64_MAX);
-  r = one("9007199254740993");  // 2^53 + 1: no double holds it
-  EXPECT_EQ(r.as_unsigned(), 9007199254740993u);
+  number_read r = one("18446744073709551615");
+  EXPECT_EQ(r.type, json_number::unsigned_integer);
+  EXPECT_EQ(r.u, UINT64_MAX);
+  EXPECT_EQ(one("9007199254740993").u, 9007199254740993u);  // 2^53 + 1: no double holds it
   r = one("-9223372036854775808");
-  EXPECT_EQ(r.number_type(), number_kind::signed_integer);
-  EXPECT_EQ(r.as_signed(), INT64_MIN);
+  EXPECT_EQ(r.type, json_number::signed_integer);
+  EXPECT_EQ(r.i, INT64_MIN);
+  EXPECT_EQ(one("-1").i, -1);
   r = one("-0");
-  EXPECT_EQ(r.number_type(), number_kind::unsigned_integer);
-  EXPECT_EQ(r.as_unsigned(), 0u);
+  EXPECT_EQ(r.type, json_number::unsigned_integer);
+  EXPECT_EQ(r.u, 0u);
   // Wider integers, fractions and exponents are doubles.
   r = one("18446744073709551616");
-  EXPECT_EQ(r.number_type(), number_kind::floating);
-  EXPECT_EQ(r.as_double(), 18446744073709551616.0);
+  EXPECT_EQ(r.type, json_number::floating);
+  EXPECT_EQ(r.d, 18446744073709551616.0);
   r = one("-9223372036854775809");
-  EXPECT_EQ(r.number_type(), number_kind::floating);
-  EXPECT_EQ(r.as_double(), -9223372036854775808.0);
-  EXPECT_EQ(one("1E+2").as_double(), 100.0);
-  EXPECT_EQ(one("2.5e-1").as_double(), 0.25);
-  EXPECT_EQ(one("0.1").as_double(), 0.1);
-  EXPECT_TRUE(std::signbit(one("-0.0").as_double()));
+  EXPECT_EQ(r.type, json_number::floating);
+  EXPECT_EQ(r.d, -9223372036854775808.0);
+  EXPECT_EQ(one("1E+2").type, json_number::floating);
+  EXPECT_EQ(one("1E+2").d, 100.0);
+  EXPECT_EQ(one("2.5e-1").d, 0.25);
+  EXPECT_EQ(one("0.1").d, 0.1);
+  EXPECT_TRUE(std::signbit(one("-0.0").d));
   // Underflow reads as the nearest double (a subnormal or zero); overflow is an error.
-  EXPECT_EQ(one("1e-400").as_double(), 0.0);
-  EXPECT_EQ(one("3e-324").as_double(), 4.9406564584124654e-324);
-  EXPECT_EQ(one("4e-320").as_double(), 4e-320);
-  EXPECT_EQ(one("-8").as_double(), -8.0);
+  EXPECT_EQ(one("1e-400").d, 0.0);
+  EXPECT_EQ(one("3e-324").d, 4.9406564584124654e-324);
+  EXPECT_EQ(one("4e-320").d, 4e-320);
+  EXPECT_EQ(one("-8").d, -8.0);  // integers as doubles too
 }
 
 TEST(JsonReader, StringsAreDecoded) {
@@ -111,7 +127,7 @@ TEST(JsonReader, StringsAreDecoded) {
   EXPECT_EQ(events(R"({"t\u0069me":1})"),
             (std::vector<std::string>{"{@0", "key:time@1", "u:1@13", "}@14"}));
   // An escaped string stays valid until the next event even when the next one has escapes.
-  reader rd(R"(["a\n", "b\t"])", "s");
+  json_reader rd(R"(["a\n", "b\t"])", "s");
   rd.next();
   rd.next();
   EXPECT_EQ(rd.string(), "a\n");
@@ -120,8 +136,8 @@ TEST(JsonReader, StringsAreDecoded) {
 }
 
 TEST(JsonReader, LoneSurrogatesAreKeptOnlyWhenAsked) {
-  reader_options keep;
-  keep.surrogates = lone_surrogates::keep;
+  json_reader_options keep;
+  keep.surrogates = json_surrogates::keep;
   EXPECT_EQ(string_of(R"(["\ud800"])", keep), "\xed\xa0\x80");
   EXPECT_EQ(string_of(R"(["\udc00\ud800"])", keep), "\xed\xb0\x80\xed\xa0\x80");
   EXPECT_EQ(string_of(R"(["\ud800\u0041"])", keep),
@@ -202,7 +218,7 @@ TEST(JsonReader, ErrorsNameTheLineAndColumn) {
 }
 
 TEST(JsonReader, NestingIsLimited) {
-  reader_options three;
+  json_reader_options three;
   three.max_depth = 3;
   EXPECT_EQ(events("[[{\"a\":1}]]", three).size(), 8u);
   try {
@@ -219,24 +235,24 @@ TEST(JsonReader, NestingIsLimited) {
 }
 
 TEST(JsonReader, SkipReadsThroughOneValue) {
-  reader rd(R"({"a": {"b": [1, {"c": "\u0041"}], "d": []}, "e": 3, "f": [[]]})", "s");
-  EXPECT_EQ(rd.next(), event::begin_object);
-  EXPECT_EQ(rd.next(), event::key);
-  EXPECT_EQ(rd.next(), event::begin_object);
+  json_reader rd(R"({"a": {"b": [1, {"c": "\u0041"}], "d": []}, "e": 3, "f": [[]]})", "s");
+  EXPECT_EQ(rd.next(), json_event::begin_object);
+  EXPECT_EQ(rd.next(), json_event::key);
+  EXPECT_EQ(rd.next(), json_event::begin_object);
   rd.skip();
   EXPECT_EQ(rd.depth(), 1u);
-  EXPECT_EQ(rd.next(), event::key);
+  EXPECT_EQ(rd.next(), json_event::key);
   EXPECT_EQ(rd.string(), "e");
-  EXPECT_EQ(rd.next(), event::number);
+  EXPECT_EQ(rd.next(), json_event::number);
   rd.skip();  // a scalar: nothing more to read
-  EXPECT_EQ(rd.next(), event::key);
-  EXPECT_EQ(rd.next(), event::begin_array);
+  EXPECT_EQ(rd.next(), json_event::key);
+  EXPECT_EQ(rd.next(), json_event::begin_array);
   rd.skip();
-  EXPECT_EQ(rd.next(), event::end_object);
-  EXPECT_EQ(rd.next(), event::end);
-  EXPECT_EQ(rd.next(), event::end);
+  EXPECT_EQ(rd.next(), json_event::end_object);
+  EXPECT_EQ(rd.next(), json_event::end);
+  EXPECT_EQ(rd.next(), json_event::end);
   // What is skipped is still checked.
-  reader bad(R"({"a": [1, "\x"], "b": 2})", "s");
+  json_reader bad(R"({"a": [1, "\x"], "b": 2})", "s");
   bad.next();
   bad.next();
   bad.next();
@@ -244,12 +260,12 @@ TEST(JsonReader, SkipReadsThroughOneValue) {
 }
 
 TEST(JsonReader, LinesOfAJsonLinesFile) {
-  reader_options options;
+  json_reader_options options;
   options.first_line = 7;
-  reader rd("{\"a\": 1}", "t.jsonl", options);
-  EXPECT_EQ(rd.next(), event::begin_object);
-  EXPECT_EQ(rd.next(), event::key);
-  EXPECT_EQ(rd.next(), event::number);
+  json_reader rd("{\"a\": 1}", "t.jsonl", options);
+  EXPECT_EQ(rd.next(), json_event::begin_object);
+  EXPECT_EQ(rd.next(), json_event::key);
+  EXPECT_EQ(rd.next(), json_event::number);
   try {
     rd.fail(rd.offset(), "\"a\" must be a string");
     FAIL();
@@ -258,9 +274,9 @@ TEST(JsonReader, LinesOfAJsonLinesFile) {
   }
   const std::string next_line = "  [true,, 1]";
   rd.reset(next_line, 8);
-  EXPECT_EQ(rd.next(), event::begin_array);
+  EXPECT_EQ(rd.next(), json_event::begin_array);
   EXPECT_EQ(rd.depth(), 1u);
-  EXPECT_EQ(rd.next(), event::boolean);
+  EXPECT_EQ(rd.next(), json_event::boolean);
   try {
     rd.next();
     FAIL();
@@ -270,4 +286,4 @@ TEST(JsonReader, LinesOfAJsonLinesFile) {
 }
 
 }  // namespace
-}  // namespace keel::json
+}  // namespace keel

@@ -107,6 +107,23 @@ TEST(Trace, FollowsJsonForKeysStringsAndNumbers) {
   }
 }
 
+// An unknown value may nest 65 levels within the line's object; one more is refused, at the
+// bracket that goes too deep.
+TEST(Trace, UnknownValuesNestUpTo65Levels) {
+  const auto line = [](std::size_t depth) {
+    return "{\"x\": " + std::string(depth, '[') + std::string(depth, ']') +
+           ", \"timestamp\": 1, \"input_length\": 512, \"hash_ids\": [3]}\n";
+  };
+  EXPECT_EQ(parse(line(65)).requests.size(), 1u);
+  try {
+    parse(line(66));
+    ADD_FAILURE() << "accepted 66 levels";
+  } catch (const keel::parse_error& e) {
+    EXPECT_EQ(e.column(), 7u + 65u) << e.what();
+    EXPECT_NE(std::string(e.what()).find("nesting deeper than"), std::string::npos) << e.what();
+  }
+}
+
 // Found by the trace fuzzer: an id under two parents ([2, 0] then [0, 4]) made the hash index
 // find a block the radix index could not, so the two indexes gave different hit rates.
 TEST(Trace, HashIdsMustChainConsistently) {

@@ -7,7 +7,7 @@
 // strings (escapes decoded, \u with four hex digits, surrogates paired, raw bytes well-formed
 // UTF-8 per RFC 3629, no control characters), numbers (no leading zeros; a value beyond a
 // double, such as 1e400, is refused, one that underflows is read as the nearest double) and
-// literals. Containers may nest reader_options::max_depth levels (the outermost counts as
+// literals. Containers may nest json_reader_options::max_depth levels (the outermost counts as
 // one); the reader keeps an explicit stack and never recurses on input depth. Storage grows
 // with the input only: the stack and one buffer for the decoded string.
 //
@@ -15,13 +15,15 @@
 // unsigned (in [0, 2^64), "-0" included) or a signed (in [-2^63, 0)) integer, never rounded;
 // anything else, wider integers included, is a finite double.
 //
-// With lone_surrogates::keep, a \u escape of an unpaired UTF-16 surrogate is decoded to its
+// With json_surrogates::keep, a \u escape of an unpaired UTF-16 surrogate is decoded to its
 // three-byte form and such bytes are accepted raw (WTF-8, as Python's pickle writes them with
 // 'surrogatepass'); paired escapes are always joined into one code point.
 //
-// Every error is a keel::parse_error "source:line:column: message" (line and column 1-based,
-// the column in bytes) at the offending byte, after reader_options::first_line - 1 lines (so
-// that a JSON-lines reader passes one line at a time). The text and source are borrowed and
+// Every error is a keel::parse_error "source:line:column: message" (1-based, the column in
+// bytes) at the byte where the text goes wrong (for an unterminated string its opening quote,
+// for a number out of range or with a leading zero its first character), counted from line
+// json_reader_options::first_line so that a JSON-lines reader can pass one line at a time. Keys
+// are delivered as written, a repeated one each time. The text and source are borrowed and
 // must outlive the reader. Not thread-safe: one reader per text.
 #pragma once
 
@@ -31,9 +33,9 @@
 #include <string_view>
 #include <vector>
 
-namespace keel::json {
+namespace keel {
 
-enum class event : std::uint8_t {
+enum class json_event : std::uint8_t {
   begin_object,
   end_object,
   begin_array,
@@ -46,23 +48,26 @@ enum class event : std::uint8_t {
   end,  // the text is complete (nothing but whitespace after the value)
 };
 
-enum class number_kind : std::uint8_t {
+enum class json_number : std::uint8_t {
   unsigned_integer,  // as_unsigned(): [0, 2^64)
   signed_integer,    // as_signed(): [-2^63, 0)
   floating,          // as_double(): finite
 };
 
-enum class lone_surrogates : std::uint8_t { refuse, keep };
+enum class json_surrogates : std::uint8_t { refuse, keep };  // lone ones
 
-struct reader_options {
+struct json_reader_options {
   std::size_t max_depth = 64;  // containers nested in one another, the outermost included
-  lone_surrogates surrogates = lone_surrogates::refuse;
+  json_surrogates surrogates = json_surrogates::refuse;
   std::size_t first_line = 1;  // the line number of the text's first line in its source
 };
 
-class reader {
+class json_reader {
  public:
-  reader(std::string_view text, std::string_view source, const reader_options& options = {});
+  json_reader(std::string_view text, std::string_view source,
+              const json_reader_options& options = {});
+  json_reader(const json_reader&) = delete;  // string() may point into the reader
+  json_reader& operator=(const json_reader&) = delete;
 
   // Starts over on another text whose first line is `first_line`, keeping the options and
   // the buffers (a JSON-lines reader calls it once a line).
@@ -70,7 +75,7 @@ class reader {
 
   // The next event. Throws keel::parse_error where the text stops being JSON; after
   // event::end it returns event::end again.
-  event next();
+  json_event next();
 
   // Reads through the value whose first event next() just returned: after begin_object or
   // begin_array, up to and including the matching end event; after a scalar, nothing.
@@ -82,7 +87,7 @@ class reader {
   std::size_t depth() const noexcept { return stack_.size(); }
   // key or string: the decoded text, valid until the next call of next() or skip().
   std::string_view string() const noexcept { return string_; }
-  number_kind number_type() const noexcept { return number_; }
+  json_number number_type() const noexcept { return number_; }
   std::uint64_t as_unsigned() const noexcept { return unsigned_; }
   std::int64_t as_signed() const noexcept { return static_cast<std::int64_t>(unsigned_); }
   double as_double() const noexcept;  // any number: integers converted
@@ -94,9 +99,9 @@ class reader {
 
  private:
   enum class state : std::uint8_t { value, first_key, first_item, after_value, done };
-  event value();
-  event key();
-  event close(char c);
+  json_event value();
+  json_event key();
+  json_event close(char c);
   void read_string();
   void read_number();
   void read_utf8();
@@ -110,16 +115,16 @@ class reader {
   const char* p_;
   const char* end_;
   std::string_view source_;
-  reader_options options_;
+  json_reader_options options_;
   state state_ = state::value;
   std::vector<bool> stack_;  // open containers: true for an object
   std::size_t token_ = 0;
   std::string_view string_;
   std::string scratch_;  // decoded strings that have escapes
-  number_kind number_ = number_kind::unsigned_integer;
+  json_number number_ = json_number::unsigned_integer;
   std::uint64_t unsigned_ = 0;
   double double_ = 0;
   bool bool_ = false;
 };
 
-}  // namespace keel::json
+}  // namespace keel

@@ -11,8 +11,9 @@
 // output_length defaults to 0. timestamp, input_length and output_length are non-negative numbers
 // up to k_max_trace_number (2^53, exact in a double; fractions are truncated); ids are integers
 // (hash ids in [0, 2^64), token ids in [0, 2^32)). Lines are strict JSON (RFC 8259: escapes
-// decoded, UTF-8 checked, numbers beyond a double refused); unknown keys are skipped, nesting
-// up to 64 levels deep, and for a repeated key the last value counts.
+// decoded, UTF-8 checked, numbers beyond a double refused; keel/core/json_reader.hpp reads
+// them); unknown keys are skipped (their values nested up to 65 levels deep), and for a
+// repeated key the last value counts.
 // Requests are returned in timestamp order (stable for equal timestamps).
 // Loading is a pure function of the file; the result is an immutable value.
 #pragma once

@@ -15,15 +15,14 @@ namespace keel::memory::pickle {
 
 document parse_json(std::string_view text, std::string_view source, const limits& lim) {
   using detail::builder;
-  using json::event;
   document doc;
   doc.source_ = std::string(source);
   doc.text_ = true;
   doc.text_copy_.assign(text);
-  json::reader_options options;
+  json_reader_options options;
   options.max_depth = lim.max_depth;
-  options.surrogates = json::lone_surrogates::keep;
-  json::reader rd(text, doc.source_, options);
+  options.surrogates = json_surrogates::keep;
+  json_reader rd(text, doc.source_, options);
   builder b(doc, lim);
   struct open_frame {
     std::uint32_t node;
@@ -34,15 +33,16 @@ document parse_json(std::string_view text, std::string_view source, const limits
   try {
     for (;;) {
       std::uint32_t v = 0;
-      const event e = rd.next();
+      const json_event e = rd.next();
       switch (e) {
-        case event::begin_object:
-        case event::begin_array:
-          open.push_back({b.add(e == event::begin_object ? kind::dict : kind::list, rd.offset()),
-                          items.size()});
+        case json_event::begin_object:
+        case json_event::begin_array:
+          open.push_back(
+              {b.add(e == json_event::begin_object ? kind::dict : kind::list, rd.offset()),
+               items.size()});
           continue;
-        case event::end_object:
-        case event::end_array: {
+        case json_event::end_object:
+        case json_event::end_array: {
           const open_frame f = open.back();
           open.pop_back();
           b.append(f.node, items.data() + f.items_begin, items.size() - f.items_begin);
@@ -50,29 +50,31 @@ document parse_json(std::string_view text, std::string_view source, const limits
           v = f.node;
           break;
         }
-        case event::key:
-        case event::string: {
+        case json_event::key:
+        case json_event::string: {
           const std::string_view s = rd.string();
           v = b.add_string(kind::string, rd.offset(), doc.data_.size(), s.size());
           doc.data_.append(s);
           break;
         }
-        case event::number:
+        case json_event::number:
           switch (rd.number_type()) {
-            case json::number_kind::unsigned_integer:
+            case json_number::unsigned_integer:
               v = b.add_int(rd.as_unsigned(), (rd.as_unsigned() >> 63) != 0, rd.offset());
               break;
-            case json::number_kind::signed_integer:
+            case json_number::signed_integer:
               v = b.add_int(static_cast<std::uint64_t>(rd.as_signed()), false, rd.offset());
               break;
-            case json::number_kind::floating:
+            case json_number::floating:
               v = b.add(kind::floating, rd.offset(), std::bit_cast<std::uint64_t>(rd.as_double()));
               break;
           }
           break;
-        case event::boolean: v = b.add(kind::boolean, rd.offset(), rd.as_bool() ? 1 : 0); break;
-        case event::null: v = b.add(kind::none, rd.offset()); break;
-        case event::end: break;  // not before the root value is complete
+        case json_event::boolean:
+          v = b.add(kind::boolean, rd.offset(), rd.as_bool() ? 1 : 0);
+          break;
+        case json_event::null: v = b.add(kind::none, rd.offset()); break;
+        case json_event::end: break;  // not before the root value is complete
       }
       if (open.empty()) {
         doc.root_ = v;
