@@ -317,9 +317,12 @@ llm_result run_llm(const llm_request& r) {
   if (!r.kv_dtype.empty()) o.kv = parse_dtype(r.kv_dtype);
   o.flash = r.flash;
   o.tensor = r.tensor;
-  llm_result result{r.phase, r.dtype, resolve_device(r.gpu), {}};
+  llm_result result{r.phase, r.dtype, resolve_device(r.gpu), {}, {}};
   result.report = analyze_llm(config, o, result.device);
-  if (!r.svg.empty()) write_output_file(r.svg, llm_chart(result));
+  if (!r.svg.empty()) {
+    write_output_file(r.svg, llm_chart(result));
+    result.svg = r.svg;
+  }
   return result;
 }
 
@@ -443,9 +446,12 @@ calibrate_result run_calibrate(const calibrate_request& r) {
   o.threads = static_cast<int>(r.threads);
   o.seconds_per_test = r.seconds;
   o.dram_bytes = r.dram_mib * 1024 * 1024;
-  calibrate_result result{calibrate_cpu(o), {}};
+  calibrate_result result{calibrate_cpu(o), {}, r.dram_mib, {}};
   result.document = calibration_document(result.value, r.name);
-  if (!r.out.empty()) write_output_file(r.out, result.document);
+  if (!r.out.empty()) {
+    write_output_file(r.out, result.document);
+    result.out = r.out;
+  }
   return result;
 }
 

@@ -64,3 +64,31 @@ TEST(random_bench, a_refused_call_throws) {
   o.only = kr::rng_type::xorwow;
   EXPECT_THROW(kr::run_bench(o), keel::invalid_argument);
 }
+
+TEST(random_bench, a_row_prints_as_one_line_and_the_document_lists_rows) {
+  kr::bench_row r;
+  r.type = kr::rng_type::xorwow;
+  r.dist = kr::distribution::normal;
+  r.threads = 4;
+  r.keel_gsps = 2.5;
+  EXPECT_EQ(kr::to_text(r),
+            "xorwow         normal   threads  4  keel   2.500 G/s  curand   0.000 G/s  ratio   "
+            "0.00\n");
+  kr::bench_row with = r;
+  with.curand_gsps = 1.25;
+  EXPECT_EQ(kr::to_text(with),
+            "xorwow         normal   threads  4  keel   2.500 G/s  curand   1.250 G/s  ratio   "
+            "2.00\n");
+  kr::bench_options o;
+  o.count = 100;
+  o.cpu_time = true;
+  const nlohmann::json j = kr::to_json(o, {r, with});
+  EXPECT_EQ(j.at("count"), 100);
+  EXPECT_EQ(j.at("clock"), "thread-cpu");
+  ASSERT_EQ(j.at("results").size(), 2u);
+  EXPECT_TRUE(j.at("results").at(0).at("curand_gsps").is_null());
+  EXPECT_TRUE(j.at("results").at(0).at("ratio").is_null());
+  EXPECT_EQ(j.at("results").at(1).at("ratio"), 2.0);
+  EXPECT_EQ(j.at("results").at(1).at("generator"), "xorwow");
+  EXPECT_EQ(j.at("libcurand"), kr::curand_reference::get().version());
+}

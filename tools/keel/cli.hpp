@@ -2,12 +2,19 @@
 // commands to the root app; run() parses, executes and maps every failure to one line on
 // stderr and an exit code (0 ok, 1 internal failure, 2 bad input or usage). Commands report
 // bad input by throwing keel::invalid_argument, keel::parse_error or keel::io_error.
+// A command binds its options with the helpers below (add_number for every number,
+// add_json_flag, add_gpu_option), calls one library function and prints what it returns with
+// print_result: the library's to_json() document or its to_text().
 #pragma once
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "keel/core/error.hpp"
+
+#include <concepts>
 #include <cstdint>
+#include <iostream>
 #include <limits>
 #include <optional>
 #include <string>
@@ -30,12 +37,42 @@ int run_keel(int argc, char** argv);
 // already reported its outcome (a failed check, a job's exit code). run() returns the code.
 [[noreturn]] inline void exit_quietly(int code) { throw CLI::RuntimeError(code); }
 
-// Prints one JSON document (pretty, 2 spaces) and a newline on stdout.
+// Prints one JSON document (pretty, 2 spaces) and a newline on stdout; an ordered_json keeps
+// its keys in insertion order.
 void print_json(const nlohmann::json& document);
+template <class Json>
+requires std::same_as<Json, nlohmann::ordered_json>
+void print_json(const Json& document) { std::cout << document.dump(2) << '\n'; }
+
+// Prints a library result as the command's output: with --json its to_json() document
+// (print_json), otherwise its to_text(result, text_options...) on stdout (both found next to
+// the result's type).
+template <class Result, class... TextOptions>
+void print_result(bool json, const Result& result, const TextOptions&... text_options) {
+  if (json)
+    print_json(to_json(result));
+  else
+    std::cout << to_text(result, text_options...);
+}
+
+// print_result, then, for a check whose values differ (a non-empty result.failure), ends the
+// command with that line as keel::backend_error (exit 1).
+template <class Result>
+void print_checked(bool json, const Result& result) {
+  print_result(json, result);
+  if (!result.failure.empty()) throw keel::backend_error(result.failure);
+}
 
 // Adds the conventional `--json` flag to a command.
 inline CLI::Option* add_json_flag(CLI::App* command, bool& json) {
   return command->add_flag("--json", json, "Print one JSON document on stdout");
+}
+
+// Adds `--gpu NAME|FILE`: a name of the GPU database or a device file (keel perf calibrate).
+inline CLI::Option* add_gpu_option(
+    CLI::App* command, std::string& gpu,
+    const std::string& help = "GPU name or device file (default h100-sxm)") {
+  return command->add_option("--gpu", gpu, help);
 }
 
 // Throws keel::io_error unless `path` names a readable regular file within the input limit

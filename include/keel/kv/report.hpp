@@ -4,7 +4,7 @@
 // run_sweep() take the request as a plain struct (the options as the CLI takes them, with
 // capacities in parse_capacity() syntax), validate it before the trace is read, and return a
 // report; to_json() turns a report into the document `--json` prints, key for key and in the
-// same order (nlohmann::ordered_json). The text output stays with the CLI.
+// same order (nlohmann::ordered_json), and to_text() into the text the CLI prints otherwise.
 // A timed_trace is an immutable value that any number of runs may share between threads; the
 // functions keep no state and are thread-safe (run_sweep writes its chart file when asked).
 #pragma once
@@ -75,6 +75,9 @@ replay_report run_replay(const std::string& path, const replay_request& request)
 // ("instant"/"hold"), hit_cap ("num_tokens-1"/"none"), and in hold mode rejected and
 // peak_held_blocks.
 nlohmann::ordered_json to_json(const replay_report& report);
+// "trace ... / cache ... / hit rate ... / ceiling ... / evictions ... / [held ...] / time ...",
+// one line each.
+std::string to_text(const replay_report& report);
 
 // The capacities `keel kv sweep` compares by default: 500k to 20M tokens.
 std::vector<std::string> default_sweep_capacities();
@@ -116,5 +119,8 @@ std::string sweep_chart(const sweep_report& report);
 // capacity_blocks, capacity_tokens, hit_rate_tokens, hit_rate_blocks), svg (null: none),
 // elapsed_ms.
 nlohmann::ordered_json to_json(const sweep_report& report);
+// A heading, a table of token hit rates (one row per capacity, one column per policy, in
+// request order), the chart's path when one was written, and the time.
+std::string to_text(const sweep_report& report);
 
 }  // namespace keel::kv

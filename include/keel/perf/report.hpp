@@ -3,7 +3,8 @@
 // as the CLI takes them (names, dtypes and shapes as text where the CLI takes text), checks
 // it — the same ranges and, for numbers, the same messages as the CLI's options ("--batch: nan
 // is not a finite number, expected a number in [1, 1000000000000]") — and returns a result;
-// to_json() gives the document `--json` prints. Text output stays with the CLI.
+// to_json() gives the document `--json` prints; the text the CLI prints otherwise is
+// keel/perf/text_report.hpp's to_text().
 // Functions that take an `svg` or `out` path write that file (keel::output_file) and throw
 // keel::io_error when they cannot. Otherwise pure functions of the request; thread-safe.
 #pragma once
@@ -125,6 +126,7 @@ struct llm_result {
   std::string phase, dtype;  // as requested
   gpu_spec device;
   llm_report report;
+  std::string svg;  // the chart written (request.svg); empty: none
 };
 
 // Throws keel::invalid_argument (ranges, phase, dtype, config, GPU), keel::parse_error (a bad
@@ -179,6 +181,8 @@ struct calibrate_request {
 struct calibrate_result {
   calibration value;
   std::string document;  // the device file (calibration_document)
+  double dram_mib = 0;   // the DRAM triad's working set, as requested
+  std::string out;       // the device file written (request.out); empty: none
 };
 
 calibrate_result run_calibrate(const calibrate_request& request);

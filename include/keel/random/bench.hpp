@@ -3,6 +3,8 @@
 // generator when it can be loaded, and reports billions of values per second for both (best
 // of `repeats` runs). `keel rand bench` prints these rows. Runs on the calling thread (keel's
 // generator may use its worker threads); no shared state apart from curand_reference::get().
+// to_text(row) is the line the CLI prints per row, to_json(options, rows) its `--json`
+// document.
 //
 // Part of keel::random_verify (link it; keel::random alone never includes this header).
 #pragma once
@@ -10,7 +12,10 @@
 #include <cstddef>
 #include <functional>
 #include <optional>
+#include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "keel/random/generator.hpp"
 #include "keel/random/verify.hpp"
@@ -42,5 +47,13 @@ struct bench_row {
 // keel::invalid_argument or keel::backend_error when a generator refuses a call.
 std::vector<bench_row> run_bench(const bench_options& o,
                                  const std::function<void(const bench_row&)>& on_row = {});
+
+// "philox4_32_10  raw      threads  1  keel   1.234 G/s  curand   1.000 G/s  ratio   1.23"
+// (curand and ratio 0 without libcurand) and a newline.
+std::string to_text(const bench_row& row);
+// count, lambda, simd, libcurand (its version, 0 without it), clock ("thread-cpu" or
+// "wall"), results (generator, dist, threads, keel_gsps, curand_gsps and ratio, both null
+// without libcurand).
+nlohmann::json to_json(const bench_options& options, const std::vector<bench_row>& rows);
 
 }  // namespace keel::random

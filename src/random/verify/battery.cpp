@@ -52,7 +52,45 @@ battery_report run_battery(std::size_t n) {
   r.battery_pass = true;
   for (const auto& t : r.battery) r.battery_pass = r.battery_pass && t.p_value > r.alpha;
   r.trap_shown = r.lcg_differences.p_value < r.alpha && r.philox_differences.p_value > r.alpha;
+  if (!r.battery_pass || !r.trap_shown) r.failure = "statistical battery failed";
   return r;
+}
+
+nlohmann::json to_json(const battery_report& b) {
+  auto row = [](const test_result& r) {
+    return nlohmann::json{{"test", r.name}, {"statistic", r.statistic}, {"p", r.p_value}};
+  };
+  nlohmann::json battery = nlohmann::json::array(), streams;
+  for (const auto& r : b.battery) battery.push_back(row(r));
+  streams["lcg_per_thread_seed"] = {row(b.lcg_differences), row(b.lcg_correlation)};
+  streams["philox_subsequences"] = {row(b.philox_differences), row(b.philox_correlation)};
+  return {{"samples", b.samples},
+          {"generator", "philox4_32_10"},
+          {"alpha", b.alpha},
+          {"battery", battery},
+          {"inter_stream", streams},
+          {"streams", b.streams},
+          {"steps", b.steps},
+          {"battery_pass", b.battery_pass},
+          {"lcg_fails_philox_passes", b.trap_shown}};
+}
+
+std::string to_text(const battery_report& b) {
+  std::string text = fmt::format("philox4_32_10, {} samples (alpha {}):\n", b.samples, b.alpha);
+  for (const auto& r : b.battery)
+    text += fmt::format("  {:45} {:12.4f}  p = {:.4g}\n", r.name, r.statistic, r.p_value);
+  text +=
+      fmt::format("{} streams seeded 0..{}, {} steps each:\n", b.streams, b.streams - 1, b.steps);
+  for (const auto* r : {&b.lcg_differences, &b.lcg_correlation})
+    text += fmt::format("  LCG per thread  {:52} {:14.2f}  p = {:.4g}\n", r->name, r->statistic,
+                        r->p_value);
+  for (const auto* r : {&b.philox_differences, &b.philox_correlation})
+    text += fmt::format("  Philox subseq.  {:52} {:14.2f}  p = {:.4g}\n", r->name, r->statistic,
+                        r->p_value);
+  text += b.battery_pass ? "battery: pass\n" : "battery: FAIL\n";
+  text += b.trap_shown ? "inter-stream: LCG fails, Philox passes\n"
+                       : "inter-stream: unexpected outcome\n";
+  return text;
 }
 
 }  // namespace keel::random

@@ -108,4 +108,33 @@ std::vector<bench_row> run_bench(const bench_options& o,
   return rows;
 }
 
+std::string to_text(const bench_row& r) {
+  const double curand = r.curand_gsps.value_or(0.0);
+  return fmt::format(
+      "{:14} {:8} threads {:2}  keel {:7.3f} G/s  curand {:7.3f} G/s  ratio {:6.2f}\n",
+      to_string(r.type), to_string(r.dist), r.threads, r.keel_gsps, curand,
+      curand > 0 ? r.keel_gsps / curand : 0.0);
+}
+
+nlohmann::json to_json(const bench_options& o, const std::vector<bench_row>& rows) {
+  const auto na = [](std::optional<double> v) { return v ? nlohmann::json(*v) : nlohmann::json(); };
+  nlohmann::json results = nlohmann::json::array();
+  for (const bench_row& r : rows) {
+    results.push_back({{"generator", std::string(to_string(r.type))},
+                       {"dist", std::string(to_string(r.dist))},
+                       {"threads", r.threads},
+                       {"keel_gsps", r.keel_gsps},
+                       {"curand_gsps", na(r.curand_gsps)},
+                       {"ratio", na(r.curand_gsps ? std::optional(r.keel_gsps / *r.curand_gsps)
+                                                  : std::nullopt)}});
+  }
+  const auto& ref = curand_reference::get();
+  return {{"count", o.count},
+          {"lambda", o.lambda},
+          {"simd", simd_level()},
+          {"libcurand", ref.available() ? ref.version() : 0},
+          {"clock", o.cpu_time ? "thread-cpu" : "wall"},
+          {"results", results}};
+}
+
 }  // namespace keel::random
