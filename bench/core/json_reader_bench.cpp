@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "keel/core/json_reader.hpp"
+#include "ratio_reporter.hpp"
 
 namespace {
 
@@ -215,38 +216,12 @@ BENCHMARK(BM_nlohmann_sax_mooncake)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_keel_reader_snapshot)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_nlohmann_sax_snapshot)->Unit(benchmark::kMillisecond);
 
-// Google Benchmark's console output, then keel / nlohmann for each workload.
-class ratio_reporter : public benchmark::ConsoleReporter {
- public:
-  void ReportRuns(const std::vector<Run>& runs) override {
-    ConsoleReporter::ReportRuns(runs);
-    for (const Run& r : runs) {
-      const auto it = r.counters.find("bytes_per_second");
-      if (it != r.counters.end()) rate_[r.benchmark_name()] = it->second.value;
-    }
-  }
-  void print_ratios() const {
-    for (const char* w : {"mooncake", "snapshot"}) {
-      const auto k = rate_.find(std::string("BM_keel_reader_") + w);
-      const auto n = rate_.find(std::string("BM_nlohmann_sax_") + w);
-      if (k == rate_.end() || n == rate_.end() || n->second <= 0) continue;
-      std::printf("%-9s keel json_reader %.0f MB/s, nlohmann SAX %.0f MB/s, ratio %.2f\n", w,
-                  k->second / 1e6, n->second / 1e6, k->second / n->second);
-    }
-  }
-
- private:
-  std::map<std::string, double> rate_;
-};
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  ratio_reporter reporter;
-  benchmark::RunSpecifiedBenchmarks(&reporter);
-  reporter.print_ratios();
-  benchmark::Shutdown();
-  return 0;
+  keel::bench::ratio_reporter reporter(
+      "bytes_per_second",
+      {"BM_keel_reader_", "keel json_reader", "BM_nlohmann_sax_", "nlohmann SAX", " MB/s", 0},
+      {"mooncake", "snapshot"});
+  return keel::bench::run_with_ratios(argc, argv, reporter);
 }

@@ -16,6 +16,7 @@
 
 #include "keel/kv/block_pool.hpp"
 #include "keel/kv/trace.hpp"
+#include "ratio_reporter.hpp"
 
 namespace {
 
@@ -138,36 +139,10 @@ BENCHMARK(BM_textbook_lru_hot)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 
-// Google Benchmark's console output, then keel / textbook for each workload.
-class ratio_reporter : public benchmark::ConsoleReporter {
- public:
-  void ReportRuns(const std::vector<Run>& runs) override {
-    ConsoleReporter::ReportRuns(runs);
-    for (const Run& r : runs) {
-      const auto it = r.counters.find("items_per_second");
-      if (it != r.counters.end()) rate_[r.benchmark_name()] = it->second.value;
-    }
-  }
-  void print_ratios() const {
-    for (const char* w : {"mooncake", "hot"}) {
-      const auto k = rate_.find(std::string("BM_keel_block_pool_") + w);
-      const auto t = rate_.find(std::string("BM_textbook_lru_") + w);
-      if (k == rate_.end() || t == rate_.end() || t->second <= 0) continue;
-      std::printf("%-9s keel block_pool %.1fM block-ops/s, textbook LRU %.1fM/s, ratio %.2f\n", w,
-                  k->second / 1e6, t->second / 1e6, k->second / t->second);
-    }
-  }
-
- private:
-  std::map<std::string, double> rate_;
-};
-
 int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  ratio_reporter reporter;
-  benchmark::RunSpecifiedBenchmarks(&reporter);
-  reporter.print_ratios();
-  benchmark::Shutdown();
-  return 0;
+  keel::bench::ratio_reporter reporter("items_per_second",
+                                       {"BM_keel_block_pool_", "keel block_pool",
+                                        "BM_textbook_lru_", "textbook LRU", "M block-ops/s", 1},
+                                       {"mooncake", "hot"});
+  return keel::bench::run_with_ratios(argc, argv, reporter);
 }
