@@ -40,27 +40,47 @@ class engine {
     seed_changed();
     return status::success;
   }
-  virtual status set_offset(std::uint64_t offset) {
+  // As libcurand: generators that refuse offsets (MT19937, MTGP32) answer TYPE_ERROR and leave
+  // the stream alone.
+  status set_offset(std::uint64_t offset) {
+    if (!takes_offsets()) return status::type_error;
     offset_ = offset;
     position_ = offset;
     offset_changed();
     return status::success;
   }
-  virtual status set_ordering(ordering order) = 0;
+  // As libcurand: an ordering the generator does not take is OUT_OF_RANGE and changes nothing;
+  // a different accepted one is kept and the engine reacts (ordering_changed), even where two
+  // orderings share a layout.
+  status set_ordering(ordering order) {
+    if (!accepts(order)) return status::out_of_range;
+    if (order != order_) {
+      order_ = order;
+      ordering_changed();
+    }
+    return status::success;
+  }
   // Quasi-random generators only (curandSetQuasiRandomGeneratorDimensions).
   virtual status set_dimensions(std::uint32_t) { return status::type_error; }
   virtual status generate(const request& r) = 0;
   // The normals libcurand's Poisson normal approximation draws: n floats, one per output
   // position, in the generator's own order (see keel/random/poisson.hpp). The position
-  // advances by n.
-  virtual status generate_poisson_normals(float* out, std::size_t n, unsigned threads) = 0;
+  // advances by n. Unless the engine says otherwise, its ordinary float normals.
+  virtual status generate_poisson_normals(float* out, std::size_t n, unsigned threads) {
+    return generate(request{kind::normal, out, n, 0.0, 1.0, threads});
+  }
 
  protected:
+  explicit engine(ordering initial) : order_(initial) {}
+  virtual bool accepts(ordering order) const = 0;
+  virtual bool takes_offsets() const { return true; }
   virtual void seed_changed() {}
   virtual void offset_changed() {}
+  virtual void ordering_changed() {}
   std::uint64_t seed_ = 0;
   std::uint64_t offset_ = 0;
   std::uint64_t position_ = 0;  // cuRAND's running position (offset + slots generated)
+  ordering order_;
 };
 
 // Runs fn(begin, end) over [0, items) split into `workers` contiguous parts (inline when 1).

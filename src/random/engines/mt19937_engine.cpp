@@ -86,22 +86,7 @@ void convert(const request& r, const std::uint32_t* w, std::size_t n, std::size_
 
 class mt19937_engine final : public engine {
  public:
-  // DEFAULT and LEGACY are one layout; changing between them restarts the stream (libcurand).
-  status set_ordering(ordering order) override {
-    if (order != ordering::pseudo_default && order != ordering::pseudo_legacy)
-      return status::out_of_range;
-    if (order != order_) {
-      order_ = order;
-      restart();
-    }
-    return status::success;
-  }
-  // libcurand refuses offsets on MT19937 and leaves the stream alone.
-  status set_offset(std::uint64_t) override { return status::type_error; }
-  // Poisson's normals are the ordinary ones (inverse CDF, one word each).
-  status generate_poisson_normals(float* out, std::size_t n, unsigned threads) override {
-    return generate(request{kind::normal, out, n, 0.0, 1.0, threads});
-  }
+  mt19937_engine() : engine(ordering::pseudo_default) {}
 
   status generate(const request& r) override {
     if (r.n == 0) return status::success;
@@ -137,6 +122,12 @@ class mt19937_engine final : public engine {
   }
 
  protected:
+  // DEFAULT and LEGACY are one layout; changing between them restarts the stream (libcurand).
+  bool accepts(ordering o) const override {
+    return o == ordering::pseudo_default || o == ordering::pseudo_legacy;
+  }
+  void ordering_changed() override { restart(); }
+  bool takes_offsets() const override { return false; }
   void seed_changed() override {
     if (seed_ != active_seed_) {
       active_seed_ = seed_;
@@ -190,7 +181,6 @@ class mt19937_engine final : public engine {
   }
 
   std::uint64_t active_seed_ = 0;
-  ordering order_ = ordering::pseudo_default;
   std::size_t ready_ = 0;                     // generators [0, ready_) have a state
   std::vector<std::uint32_t> blocks_;         // generator g's current block at words(g)
   std::vector<std::int64_t> block_index_;     // which block that is (-1: the initial state)

@@ -114,23 +114,7 @@ void emit(const request& r, const kernels& k, const std::uint32_t* w, std::size_
 class mtgp32_engine final : public engine {
  public:
   explicit mtgp32_engine(std::shared_ptr<const mtgp32_tables> tables)
-      : tables_(std::move(tables)) {}
-
-  status set_ordering(ordering order) override {
-    if (order != ordering::pseudo_best && order != ordering::pseudo_default &&
-        order != ordering::pseudo_legacy)
-      return status::out_of_range;
-    if (order != order_) {
-      order_ = order;
-      restart();
-    }
-    return status::success;
-  }
-  status set_offset(std::uint64_t) override { return status::type_error; }
-  // Poisson's normals are the ordinary ones (inverse CDF, one word each).
-  status generate_poisson_normals(float* out, std::size_t n, unsigned threads) override {
-    return generate(request{kind::normal, out, n, 0.0, 1.0, threads});
-  }
+      : engine(ordering::pseudo_default), tables_(std::move(tables)) {}
 
   status generate(const request& r) override {
     if (r.n == 0) return status::success;
@@ -172,6 +156,12 @@ class mtgp32_engine final : public engine {
   }
 
  protected:
+  bool accepts(ordering o) const override {
+    return o == ordering::pseudo_best || o == ordering::pseudo_default ||
+           o == ordering::pseudo_legacy;
+  }
+  void ordering_changed() override { restart(); }
+  bool takes_offsets() const override { return false; }
   void seed_changed() override {
     if (seed_ != state_seed_) {
       state_seed_ = seed_;
@@ -194,7 +184,6 @@ class mtgp32_engine final : public engine {
   }
 
   std::shared_ptr<const mtgp32_tables> tables_;
-  ordering order_ = ordering::pseudo_default;
   std::uint64_t state_seed_ = 0;
   std::vector<block> blocks_;  // empty until the first call after a restart
   std::uint64_t words_ = 0;    // words of the stream consumed since the restart

@@ -47,17 +47,7 @@ void for_positions(std::uint64_t p0, std::size_t n, philox_key key, const std::u
 
 class philox_engine final : public engine {
  public:
-  status set_ordering(ordering order) override {
-    // All three accepted orderings are the same layout, but a change restarts (see the top).
-    if (order != ordering::pseudo_best && order != ordering::pseudo_default &&
-        order != ordering::pseudo_legacy)
-      return status::out_of_range;
-    if (order != order_) {
-      order_ = order;
-      restart();
-    }
-    return status::success;
-  }
+  philox_engine() : engine(ordering::pseudo_default) {}
 
   status generate(const request& r) override {
     switch (r.what) {
@@ -77,11 +67,6 @@ class philox_engine final : public engine {
     });
     advance(r.n);
     return status::success;
-  }
-
-  // Philox's Poisson normals are its ordinary float normals (same positions, same shift E).
-  status generate_poisson_normals(float* out, std::size_t n, unsigned threads) override {
-    return generate(request{kind::normal, out, n, 0.0, 1.0, threads});
   }
 
  private:
@@ -174,13 +159,18 @@ class philox_engine final : public engine {
     return status::success;
   }
 
+  // All three accepted orderings are the same layout, but a change restarts (see the top).
+  bool accepts(ordering o) const override {
+    return o == ordering::pseudo_best || o == ordering::pseudo_default ||
+           o == ordering::pseudo_legacy;
+  }
+  void ordering_changed() override { restart(); }
   void seed_changed() override { restart(); }
   void offset_changed() override {
     restart_ = offset_;
     extra_.clear();
   }
 
-  ordering order_ = ordering::pseudo_default;
   std::uint64_t restart_ = 0;  // R (see the top of this file)
 
   // E_t per thread (empty = all 0). 32 bits: 2^32 double groups per thread (2^50 doubles

@@ -78,17 +78,7 @@ class sobol_engine final : public engine {
  public:
   // shifts: the digital shift per dimension (scrambled), or null.
   sobol_engine(const sobol32_directions* directions, const std::uint32_t* shifts)
-      : directions_(directions), shifts_(shifts) {}
-
-  status set_ordering(ordering order) override {
-    return order == ordering::quasi_default ? status::success : status::out_of_range;
-  }
-
-  // Poisson's normals are the ordinary ones, in the same layout (and the same
-  // length_not_multiple).
-  status generate_poisson_normals(float* out, std::size_t n, unsigned threads) override {
-    return generate(request{kind::normal, out, n, 0.0, 1.0, threads});
-  }
+      : engine(ordering::quasi_default), directions_(directions), shifts_(shifts) {}
 
   status set_dimensions(std::uint32_t dimensions) override {
     if (dimensions < 1 || dimensions > k_sobol32_max_dimensions) return status::out_of_range;
@@ -119,6 +109,9 @@ class sobol_engine final : public engine {
     position_ += points;
     return status::success;
   }
+
+ protected:
+  bool accepts(ordering o) const override { return o == ordering::quasi_default; }
 
  private:
   const sobol32_directions* directions_;

@@ -206,16 +206,7 @@ struct mrg_core {
 template <class Core>
 class thread_engine final : public engine {
  public:
-  status set_ordering(ordering order) override {
-    if (!Core::accepts(order)) return status::out_of_range;
-    if (order == order_) return status::success;
-    // As libcurand, the position is kept and the threads are re-initialized there.
-    order_ = order;
-    base_.clear();
-    cache_.clear();
-    kept_.clear();
-    return status::success;
-  }
+  thread_engine() : engine(ordering::pseudo_default) {}
 
   status generate(const request& r) override {
     const slot_shape shape = Core::shape(r.what);
@@ -338,6 +329,9 @@ class thread_engine final : public engine {
   }
 
  protected:
+  bool accepts(ordering o) const override { return Core::accepts(o); }
+  // As libcurand, the position is kept and the threads are re-initialized there.
+  void ordering_changed() override { seed_changed(); }
   // libcurand rebuilds its thread states on set_seed and set_offset: from the position (one
   // word per slot), and kept Poisson normals are dropped.
   void seed_changed() override {
@@ -365,7 +359,6 @@ class thread_engine final : public engine {
       Core::skip(cache_[t], (position_ - t - 1) / t_count + 1);
   }
 
-  ordering order_ = ordering::pseudo_default;
   std::vector<typename Core::state> base_;   // thread t at element 0
   std::vector<typename Core::state> cache_;  // thread t where its next word is
   std::vector<std::optional<float>> kept_;   // thread t's kept Poisson normal (empty = none)
