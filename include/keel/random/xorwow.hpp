@@ -64,16 +64,10 @@ struct xorwow_jump_table {
   std::array<detail::xorwow_matrix, k_count> jump;
 };
 
-inline const xorwow_jump_table& xorwow_jumps() {
-  static const xorwow_jump_table* table = [] {
-    auto* t = new xorwow_jump_table;
-    t->jump[0] = detail::xorwow_matrix::of(detail::xorwow_linear_step);
-    for (int k = 1; k < xorwow_jump_table::k_count; ++k)
-      t->jump[k] = t->jump[k - 1].compose(t->jump[k - 1]);
-    return t;
-  }();
-  return *table;
-}
+// Built on first use, at run time (src/random/engines/xorwow.cpp: built by a lambda in a
+// header, GCC first tried the whole table as a constant expression in every translation unit
+// that included it, 18 s and 1.2 GB each).
+const xorwow_jump_table& xorwow_jumps();
 
 namespace detail {
 inline void xorwow_apply(xorwow_state& s, const xorwow_matrix& m) {
