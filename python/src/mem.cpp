@@ -12,6 +12,7 @@
 
 #include "bindings.hpp"
 #include "keel/core/error.hpp"
+#include "keel/core/json_value.hpp"
 #include "keel/memory/analysis.hpp"
 #include "keel/memory/caching_allocator.hpp"
 #include "keel/memory/compare.hpp"
@@ -251,7 +252,7 @@ class py_allocator {
   py::object memory_snapshot() const {
     std::ostringstream text;
     write_snapshot_json(allocator_->take_snapshot(), text);
-    return to_python(nlohmann::json::parse(text.str()));
+    return to_python(parse_json(text.str(), "allocator snapshot"));
   }
   std::string check_invariants() const { return allocator_->check_invariants(); }
 

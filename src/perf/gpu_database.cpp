@@ -3,6 +3,7 @@
 #include "embedded_data.hpp"
 #include "keel/core/error.hpp"
 #include "keel/core/input_file.hpp"
+#include "keel/core/json_value.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -139,12 +140,7 @@ const gpu_database& gpu_database::builtin() {
 }
 
 gpu_database gpu_database::load(std::string_view json_text, const std::string& origin) {
-  json doc;
-  try {
-    doc = json::parse(json_text);
-  } catch (const json::parse_error& e) {
-    throw parse_error::at_offset(origin, e.byte, e.what());
-  }
+  const json doc = parse_json(json_text, origin);
   gpu_database db;
   try {
     db.conventions_ = doc.value("conventions", "");

@@ -3,6 +3,7 @@
 #include "embedded_data.hpp"
 #include "keel/core/error.hpp"
 #include "keel/core/input_file.hpp"
+#include "keel/core/json_value.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -34,12 +35,7 @@ std::int64_t get_int(const json& j, std::initializer_list<const char*> keys,
 }  // namespace
 
 llm_config parse_llm_config(std::string_view json_text, const std::string& name) {
-  json j;
-  try {
-    j = json::parse(json_text);
-  } catch (const json::parse_error& e) {
-    throw parse_error::at_offset(name, e.byte, e.what());
-  }
+  const json j = parse_json(json_text, name);
   if (!j.is_object()) throw invalid_argument(name + ": a config.json is a JSON object");
   llm_config c;
   c.name = name;

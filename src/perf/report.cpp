@@ -8,6 +8,7 @@
 
 #include "keel/core/error.hpp"
 #include "keel/core/input_file.hpp"
+#include "keel/core/json_value.hpp"
 #include "keel/core/output_file.hpp"
 #include "keel/perf/dtype.hpp"
 #include "keel/perf/ops.hpp"
@@ -455,6 +456,8 @@ calibrate_result run_calibrate(const calibrate_request& r) {
   return result;
 }
 
-json to_json(const calibrate_result& result) { return json::parse(result.document); }
+json to_json(const calibrate_result& result) {
+  return parse_json(result.document, "calibrate document");
+}
 
 }  // namespace keel::perf
