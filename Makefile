@@ -48,7 +48,7 @@ sanitize:
 # PRESET=debug` runs it under ASan+UBSan without building every test of that preset.
 hostile: configure
 	cmake --build --preset $(PRESET) -j $(JOBS) --target keel
-	ctest --preset $(PRESET) -L hostile
+	ctest --preset $(PRESET) -j $(JOBS) -L hostile
 
 lint: configure
 	bash scripts/lint.sh $(BUILD_DIR)

@@ -15,7 +15,9 @@ hostile_alive() {
 # store_attack.py sends garbage, a wrong proof, ADD on 'abc', a short delta, an overflowing
 # ADD, a 1 GiB value and 1,000 random malformed requests. The job must finish (exit 0) within
 # the RSS bound, and the store must refuse each attack and still answer the job.
-if command -v "$hostile_python" >/dev/null 2>&1; then
+if ! command -v "$hostile_python" >/dev/null 2>&1; then
+  echo "hostile: no $hostile_python, the store attack is skipped"
+elif hostile_unit; then
   free_port='import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
   store_port=$("$hostile_python" -c "$free_port")
   store_secret=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')
@@ -42,14 +44,14 @@ if command -v "$hostile_python" >/dev/null 2>&1; then
   if ! wait "$store_attacker"; then
     fail "store attack: $(tail -n 3 "$tmp/store-attack.log" | tr '\n' '|')"
   fi
-else
-  echo "hostile: no $hostile_python, the store attack is skipped"
+  hostile_unit_end
 fi
 
 # ---- orphaned ranks (issue 15, item 5) ----------------------------------------------------
 # kill -9 of the launcher: every rank must be gone within 5 s (PR_SET_PDEATHSIG).
 orphan_commands=("comm launch -n 2 -- sleep 300" "comm bench -N 2 -e 64M -n 1000000")
 for c in "${orphan_commands[@]}"; do
+  hostile_mine || continue
   read -r -a words <<<"$c"
   runs=$((runs + 1))
   "$keel" "${words[@]}" >/dev/null 2>&1 </dev/null &
