@@ -4,9 +4,9 @@
 # Prints both nccl-tests tables for every rank count, then a summary: busbw at 16 MiB and
 # 64 MiB and the 8-byte latency, keel / Open MPI. Environment: ITERS (20), WARMUP (5),
 # TRANSPORT (shm), MINBYTES (8), MAXBYTES (64M), FACTOR (2), REPEAT (1).
-# REPEAT=R runs each program R times, alternating keel and Open MPI, and the summary takes
-# each side's best run per size (highest busbw, lowest time): on a machine shared with
-# other work that filters out runs another process disturbed, for both sides alike.
+# REPEAT=R runs each program R times, alternating keel and Open MPI, and the summary shows
+# each side's median and best run per size (highest busbw, lowest time): on a machine shared
+# with other work the best filters out runs another process disturbed, for both sides alike.
 # Both launchers pin their ranks to CPUs (Open MPI's default binding, keel's --bind core).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -38,30 +38,42 @@ import sys
 tmp, repeat, counts = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 
 def rows(prefix):
-    """Per size, the best of the runs: highest busbw, lowest time."""
+    """Per size, every run's (time_us, busbw)."""
     out = {}
     for rep in range(1, repeat + 1):
         for line in open(f"{prefix}-{rep}.txt"):
             f = line.split()
             if line.startswith("#") or len(f) < 9:
                 continue
-            size, t, bw = int(f[0]), float(f[5]), float(f[7])
-            best = out.setdefault(size, {"time_us": t, "busbw": bw})
-            best["time_us"] = min(best["time_us"], t)
-            best["busbw"] = max(best["busbw"], bw)
+            out.setdefault(int(f[0]), []).append((float(f[5]), float(f[7])))
     return out
 
-best = " (best of %d runs each)" % repeat if repeat > 1 else ""
-print(f"\n## summary{best} (out-of-place; ratio > 1 means keel is better)")
+def median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+
+def ratio(a, b):
+    return a / b if b else float("inf")
+
+runs = f" ({repeat} runs each: median / best)" if repeat > 1 else ""
+print(f"\n## summary{runs} (out-of-place; ratio > 1 means keel is better)")
 print("| ranks | metric | keel | Open MPI | keel vs Open MPI |")
 print("| --- | --- | --- | --- | --- |")
 for n in counts:
     k, m = rows(f"{tmp}/keel-{n}"), rows(f"{tmp}/mpi-{n}")
+    cells = []
     for size in (16 << 20, 64 << 20):
         if size in k and size in m:
-            a, b = k[size]["busbw"], m[size]["busbw"]
-            print(f"| {n} | busbw {size >> 20} MiB (GB/s) | {a:.2f} | {b:.2f} | {a / b if b else float('inf'):.2f}x |")
+            kb, mb = [bw for _, bw in k[size]], [bw for _, bw in m[size]]
+            cells.append((f"busbw {size >> 20} MiB (GB/s)", (median(kb), max(kb)), (median(mb), max(mb)), True))
     if 8 in k and 8 in m:
-        a, b = k[8]["time_us"], m[8]["time_us"]
-        print(f"| {n} | 8 B latency (us) | {a:.2f} | {b:.2f} | {b / a:.2f}x |")
+        kt, mt = [t for t, _ in k[8]], [t for t, _ in m[8]]
+        cells.append(("8 B latency (us)", (median(kt), min(kt)), (median(mt), min(mt)), False))
+    for metric, a, b, higher in cells:
+        r = [ratio(x, y) if higher else ratio(y, x) for x, y in zip(a, b)]
+        if repeat > 1:
+            print(f"| {n} | {metric} | {a[0]:.2f} / {a[1]:.2f} | {b[0]:.2f} / {b[1]:.2f} | {r[0]:.2f}x / {r[1]:.2f}x |")
+        else:
+            print(f"| {n} | {metric} | {a[0]:.2f} | {b[0]:.2f} | {r[0]:.2f}x |")
 PY
