@@ -1,9 +1,22 @@
 #!/usr/bin/env bash
-# Formatting (clang-format, .clang-format) and naming/bug-prone checks (clang-tidy,
-# .clang-tidy) over keel's own sources. $1: a configured build directory.
+# clang-tidy with .clang-tidy (naming, bug-prone and performance checks) over keel's own
+# sources, every warning an error. $1: a configured build directory (compile_commands.json).
+# JOBS: parallel clang-tidy processes (default: the CPU count). Left out, explicitly: the
+# translation units of random's GCC vector-extension kernels that clang cannot parse
+# (__builtin_shuffle and vector conversions clang spells differently); the format check is
+# `make format-check`.
 set -euo pipefail
 build_dir="$1"
-mapfile -t files < <(git ls-files '*.cpp' '*.hpp' | grep -v '^tests/install/consumer/')
-clang-format --dry-run -Werror "${files[@]}"
-mapfile -t sources < <(git ls-files 'src/*.cpp' 'tools/*.cpp')
-clang-tidy -p "$build_dir" --quiet "${sources[@]}"
+jobs="${JOBS:-$(nproc)}"
+unparsable='^src/random/cpu_kernels/(mtgp32|normal_icdf)_avx(2|512)\.cpp$|^src/random/cpu_kernels/simd_avx512\.cpp$'
+mapfile -t sources < <(git ls-files 'src/*.cpp' 'tools/*.cpp' | grep -v -E "$unparsable")
+echo "clang-tidy: ${#sources[@]} files, $jobs at a time"
+# clang-tidy's "N warnings generated." counts the system headers' suppressed warnings: noise.
+log="$(mktemp)"
+trap 'rm -f "$log"' EXIT
+ok=1
+printf '%s\n' "${sources[@]}" |
+  xargs -P "$jobs" -n 4 clang-tidy -p "$build_dir" --quiet --warnings-as-errors='*' >"$log" 2>&1 || ok=0
+grep -v -E '^[0-9]+ (warnings?|errors?)( and [0-9]+ errors?)? generated\.$' "$log" || true
+[ "$ok" -eq 1 ] || { echo "clang-tidy: warnings above are errors" >&2; exit 1; }
+echo "clang-tidy: clean"

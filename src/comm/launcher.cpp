@@ -46,7 +46,8 @@ std::string find_program(const std::string& argv0) {
   while (start <= dirs.size()) {
     const std::size_t end = std::min(dirs.find(':', start), dirs.size());
     const std::string dir = end == start ? std::string(".") : dirs.substr(start, end - start);
-    const std::string candidate = dir + "/" + argv0;
+    std::string candidate = dir;
+    candidate.append("/").append(argv0);
     struct stat st {};
     if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
       if (::access(candidate.c_str(), X_OK) == 0) return candidate;
@@ -67,7 +68,8 @@ std::uint16_t free_port() {
 }  // namespace
 
 local_job::local_job(int ranks, std::vector<std::string> argv,
-                     std::map<std::string, std::string> env, std::string log_dir, bool bind) {
+                     const std::map<std::string, std::string>& env, std::string log_dir,
+                     bool bind) {
   if (ranks < 1 || ranks > 1024) {
     throw keel::invalid_argument(fmt::format("rank count {} outside [1, 1024]", ranks));
   }
@@ -129,7 +131,8 @@ local_job::local_job(int ranks, std::vector<std::string> argv,
     base["LOCAL_RANK"] = std::to_string(r);
     base["ROLE_RANK"] = std::to_string(r);
     std::vector<std::string> env_strings;
-    for (const auto& [k, v] : base) env_strings.push_back(k + "=" + v);
+    env_strings.reserve(base.size());
+    for (const auto& [k, v] : base) env_strings.push_back(fmt::format("{}={}", k, v));
     std::vector<char*> envp, args;
     for (auto& s : env_strings) envp.push_back(s.data());
     envp.push_back(nullptr);

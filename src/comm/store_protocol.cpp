@@ -64,7 +64,7 @@ struct sha256_state {
 
   void compress(const std::uint8_t* p) noexcept {
     std::uint32_t w[64];
-    for (int i = 0; i < 16; ++i) {
+    for (std::size_t i = 0; i < 16; ++i) {
       w[i] = static_cast<std::uint32_t>(p[4 * i]) << 24 |
              static_cast<std::uint32_t>(p[4 * i + 1]) << 16 |
              static_cast<std::uint32_t>(p[4 * i + 2]) << 8 | p[4 * i + 3];

@@ -31,7 +31,7 @@ using wire::shown;
 // ------------------------------------------------------------------ client
 
 tcp_store::tcp_store(const std::string& host, std::uint16_t port, bool is_host, duration timeout,
-                     tcp_store_options opts)
+                     const tcp_store_options& opts)
     : secret_(opts.secret), timeout_(timeout) {
   if (timeout.count() <= 0) throw keel::invalid_argument("store: timeout must be positive");
   if (opts.max_connections < 1 || opts.max_unauthenticated < 1 ||

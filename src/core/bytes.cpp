@@ -111,9 +111,9 @@ std::string format_size(std::uint64_t bytes) {
 }
 
 std::string format_size_exact(std::uint64_t bytes) {
-  constexpr std::array<unit, 5> units{
+  constexpr std::array<unit, 5> k_units{
       {{"PiB", 1024 * k_tib}, {"TiB", k_tib}, {"GiB", k_gib}, {"MiB", k_mib}, {"KiB", k_kib}}};
-  for (const unit& u : units) {
+  for (const unit& u : k_units) {
     if (bytes < u.factor) continue;
     // Up to three decimals, only when they are exact.
     for (int decimals = 0; decimals <= 3; ++decimals) {

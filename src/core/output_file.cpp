@@ -60,7 +60,9 @@ int write_all(int fd, const char* data, std::size_t n) {
 
 class output_buf final : public std::streambuf {
  public:
-  output_buf() : buffer_(256 * 1024) { setp(buffer_.data(), buffer_.data() + buffer_.size()); }
+  output_buf() : buffer_(std::size_t{256} * 1024) {
+    setp(buffer_.data(), buffer_.data() + buffer_.size());
+  }
   void attach(int fd) noexcept { fd_ = fd; }
   int error() const noexcept { return error_; }
 

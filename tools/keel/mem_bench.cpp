@@ -35,6 +35,7 @@ void reexec_with_static_tls_for_jemalloc() {
   for (std::string arg; std::getline(in, arg, '\0');) args.push_back(arg);
   if (args.empty()) return;
   std::vector<char*> argv;
+  argv.reserve(args.size() + 1);
   for (std::string& arg : args) argv.push_back(arg.data());
   argv.push_back(nullptr);
   std::string value = "glibc.rtld.optional_static_tls=16384";

@@ -44,8 +44,9 @@ class local_job {
   // bind: when there are no more ranks than CPUs this process may run on, pin rank r to the
   // r-th of them (Open MPI's default binding): two busy-polling ranks then never share a
   // CPU. With more ranks than CPUs nothing is pinned.
-  local_job(int ranks, std::vector<std::string> argv, std::map<std::string, std::string> env = {},
-            std::string log_dir = {}, bool bind = false);
+  local_job(int ranks, std::vector<std::string> argv,
+            const std::map<std::string, std::string>& env = {}, std::string log_dir = {},
+            bool bind = false);
   ~local_job();  // kills ranks still running
   local_job(const local_job&) = delete;
   local_job& operator=(const local_job&) = delete;

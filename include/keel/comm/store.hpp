@@ -133,7 +133,7 @@ class tcp_store final : public store {
   // a host without a secret would listen on a non-loopback address, keel::backend_error
   // when it cannot listen.
   tcp_store(const std::string& host, std::uint16_t port, bool is_host, duration timeout,
-            tcp_store_options opts);
+            const tcp_store_options& opts);
   tcp_store(const std::string& host, std::uint16_t port, bool is_host, duration timeout)
       : tcp_store(host, port, is_host, timeout, tcp_store_options{}) {}
   ~tcp_store() override;

@@ -13,6 +13,9 @@
 extern "C" {
 #endif
 
+/* cuRAND's names, prefixed: the ABI is the point. */
+/* NOLINTBEGIN(readability-identifier-naming) */
+
 typedef enum keel_curandStatus {
   KEEL_CURAND_STATUS_SUCCESS = 0,
   KEEL_CURAND_STATUS_VERSION_MISMATCH = 100,
@@ -87,6 +90,8 @@ keel_curandStatus_t keel_curandGenerateLogNormalDouble(keel_curandGenerator_t ge
                                                        double stddev);
 keel_curandStatus_t keel_curandGeneratePoisson(keel_curandGenerator_t generator,
                                                unsigned int* output_ptr, size_t n, double lambda);
+
+/* NOLINTEND(readability-identifier-naming) */
 
 #ifdef __cplusplus
 }

@@ -181,13 +181,13 @@ struct mt19937_modulus {
 inline const mt19937_modulus& mt19937_mod() {
   static const mt19937_modulus* m = [] {
     // 2 * 19937 bits of one output bit (bit 0 of successive words) from an arbitrary state.
-    constexpr int n = 2 * k_mt19937_mexp;
-    std::vector<std::uint64_t> bits(n / 64 + 1, 0);
+    constexpr int k_bits = 2 * k_mt19937_mexp;
+    std::vector<std::uint64_t> bits(k_bits / 64 + 1, 0);
     mt19937_state s = mt19937_seed(5489u);
-    for (int k = 0; k < n; ++k)
+    for (int k = 0; k < k_bits; ++k)
       if (mt19937_step(s) & 1u) bits[k >> 6] |= std::uint64_t{1} << (k & 63);
     std::vector<std::uint64_t> c;
-    const int l = berlekamp_massey(bits, n, c);
+    const int l = berlekamp_massey(bits, k_bits, c);
     auto* r = new mt19937_modulus{};
     // P(x) = x^L C(1/x). L is 19937 (P is primitive: the period is 2^19937 - 1; the tests
     // check the degree, the 135 terms and x^(2^19937) = x mod P).
@@ -206,12 +206,12 @@ inline const mt19937_modulus& mt19937_mod() {
 // a (2 * 312 words, degree < 2 * 19937) reduced modulo P into r.
 inline void mt19937_reduce(std::uint64_t* a, mt19937_poly& r) {
   const auto& mod = mt19937_mod();
-  constexpr int words = 2 * mt19937_poly::k_words;
-  for (int top = 64 * words - 1; top >= k_mt19937_mexp;) {
+  constexpr int k_reduced_words = 2 * mt19937_poly::k_words;
+  for (int top = 64 * k_reduced_words - 1; top >= k_mt19937_mexp;) {
     const int w = std::min(mod.chunk, top - k_mt19937_mexp + 1);
     const int lo = top - w + 1;
-    const std::uint64_t v =
-        bits64(a, words, lo) & (w == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << w) - 1);
+    const std::uint64_t v = bits64(a, k_reduced_words, lo) &
+                            (w == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << w) - 1);
     if (v != 0) {
       xor64(a, lo, v);  // clears them
       for (int t : mod.terms) xor64(a, lo - k_mt19937_mexp + t, v);
@@ -232,7 +232,7 @@ inline std::uint64_t spread32(std::uint32_t v) {
 
 inline mt19937_poly mt19937_square(const mt19937_poly& p) {
   std::uint64_t a[2 * mt19937_poly::k_words];
-  for (int k = 0; k < mt19937_poly::k_words; ++k) {
+  for (std::size_t k = 0; k < std::size(p.w); ++k) {
     a[2 * k] = spread32(static_cast<std::uint32_t>(p.w[k]));
     a[2 * k + 1] = spread32(static_cast<std::uint32_t>(p.w[k] >> 32));
   }

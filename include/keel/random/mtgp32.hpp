@@ -97,15 +97,15 @@ KEEL_HD constexpr std::uint32_t mtgp32_temper_float_bits(const mtgp32_params& p,
 // One round of a block: the next 256 outputs of its sequence, as cuRAND's 256 threads
 // compute them in one curand() call.
 KEEL_HD constexpr void mtgp32_round(mtgp32_state& st, const mtgp32_params& p, std::uint32_t* out) {
-  constexpr int m = k_mtgp32_ring - 1;
+  constexpr int k_mask = k_mtgp32_ring - 1;
   const int o = st.offset;
   for (int t = 0; t < k_mtgp32_threads; ++t) {
-    const std::uint32_t r =
-        mtgp32_recursion(p, st.s[(o + t) & m], st.s[(o + t + 1) & m], st.s[(o + t + p.pos) & m]);
-    st.s[(o + t + k_mtgp32_n) & m] = r;
-    out[t] = mtgp32_temper(p, r, st.s[(o + t + p.pos - 1) & m]);
+    const std::uint32_t r = mtgp32_recursion(p, st.s[(o + t) & k_mask], st.s[(o + t + 1) & k_mask],
+                                             st.s[(o + t + p.pos) & k_mask]);
+    st.s[(o + t + k_mtgp32_n) & k_mask] = r;
+    out[t] = mtgp32_temper(p, r, st.s[(o + t + p.pos - 1) & k_mask]);
   }
-  st.offset = (o + k_mtgp32_threads) & m;
+  st.offset = (o + k_mtgp32_threads) & k_mask;
 }
 
 }  // namespace keel::random

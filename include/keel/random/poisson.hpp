@@ -152,6 +152,7 @@ class poisson_inversion {
 // the result is below 2^32, which holds for every lambda <= k_poisson_max_lambda.
 inline std::uint32_t poisson_from_normal(float z, double lambda) noexcept {
   if (std::isnan(lambda)) return 0;
+  // NOLINTNEXTLINE(bugprone-incorrect-roundings): libcurand truncates x + 0.5, not lround
   return static_cast<std::uint32_t>(std::sqrt(lambda) * static_cast<double>(z) + lambda + 0.5);
 }
 
@@ -166,6 +167,7 @@ void poisson_from_normals(const float* z, std::uint32_t* out, std::size_t n,
 inline std::uint32_t poisson_from_normal_float(float z, double lambda) noexcept {
   if (std::isnan(lambda)) return 0;
   const float l = static_cast<float>(lambda);
+  // NOLINTNEXTLINE(bugprone-incorrect-roundings): libcurand truncates x + 0.5f, not lround
   return static_cast<std::uint32_t>(std::sqrt(l) * z + l + 0.5f);
 }
 

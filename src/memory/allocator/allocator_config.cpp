@@ -396,6 +396,7 @@ parsed_allocator_config allocator_config::parse(std::string_view text, std::stri
   const std::vector<item> items = p.items();
 
   std::vector<const key_info*> keys;  // null for a key the grammar does not know
+  keys.reserve(items.size());
   for (const item& it : items) keys.push_back(find_key(it.key->text, options.grammar));
 
   applier a(origin, options, out.config);

@@ -74,6 +74,7 @@ void caching_allocator::impl::import_range(const std::vector<imported_segment>& 
     return segments[a].range_offset < segments[b].range_offset;
   });
   std::vector<const imported_segment*> runs;
+  runs.reserve(indices.size());
   for (const std::size_t i : indices) runs.push_back(&segments[i]);
   block_pool& pool = pool_for(runs.front()->is_small);
   const std::size_t page = page_size_for(pool);

@@ -197,7 +197,7 @@ callsite_grouping parse_callsite_grouping(std::string_view text) {
 }
 
 std::vector<int> devices_to_analyze(const snapshot& snap, std::optional<int> device) {
-  const std::vector<int> devices = devices_in(snap);
+  std::vector<int> devices = devices_in(snap);
   if (devices.empty()) throw invalid_argument("the snapshot holds no segments and no trace");
   if (device) {
     if (std::find(devices.begin(), devices.end(), *device) == devices.end()) {

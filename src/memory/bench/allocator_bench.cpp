@@ -132,7 +132,7 @@ std::unique_ptr<bench_allocator> load_peer(const char* library, const char* mall
 }
 
 std::uint8_t tag_of(std::uint32_t id, std::uint64_t size) {
-  return static_cast<std::uint8_t>(id * 131u + size * 7u + 1u);
+  return static_cast<std::uint8_t>(std::uint64_t{id} * 131u + size * 7u + 1u);
 }
 
 // Replays the whole sequence once; returns the number of blocks whose tag was overwritten.
@@ -173,11 +173,11 @@ double thread_cpu_ns() {
 bench_workload transformer_mix(std::size_t target_pairs) {
   constexpr std::uint64_t k_layers = 12, k_hidden = 1024, k_heads = 16, k_batch = 4, k_seq = 512,
                           k_vocab = 8192, k_bf16 = 2, k_fp32 = 4;
-  constexpr std::uint64_t tokens = k_batch * k_seq;
-  constexpr std::uint64_t act = tokens * k_hidden * k_bf16;                     // 4 MiB
-  constexpr std::uint64_t scores = k_batch * k_heads * k_seq * k_seq * k_bf16;  // 32 MiB
-  constexpr std::uint64_t mask = scores / 2;            // dropout mask, bytes
-  constexpr std::uint64_t row_stats = tokens * k_fp32;  // layernorm mean/rstd
+  constexpr std::uint64_t k_tokens = k_batch * k_seq;
+  constexpr std::uint64_t k_act = k_tokens * k_hidden * k_bf16;                   // 4 MiB
+  constexpr std::uint64_t k_scores = k_batch * k_heads * k_seq * k_seq * k_bf16;  // 32 MiB
+  constexpr std::uint64_t k_mask = k_scores / 2;            // dropout mask, bytes
+  constexpr std::uint64_t k_row_stats = k_tokens * k_fp32;  // layernorm mean/rstd
   const std::vector<std::uint64_t> layer_params = {3 * k_hidden * k_hidden * k_bf16,
                                                    3 * k_hidden * k_bf16,  // qkv weight, bias
                                                    k_hidden * k_hidden * k_bf16,
@@ -211,6 +211,7 @@ bench_workload transformer_mix(std::size_t target_pairs) {
   for (std::uint64_t l = 0; l < k_layers; ++l)
     params.insert(params.end(), layer_params.begin(), layer_params.end());
   std::vector<std::uint32_t> persistent;
+  persistent.reserve(2 * params.size());
   for (std::uint64_t p : params) persistent.push_back(b.alloc(p));
   for (std::uint64_t p : params) {
     persistent.push_back(b.alloc(p / k_bf16 * k_fp32));
@@ -220,46 +221,47 @@ bench_workload transformer_mix(std::size_t target_pairs) {
   while (b.pairs() < target_pairs) {
     // forward
     std::vector<std::vector<std::uint32_t>> saved(k_layers);
-    const std::uint32_t embedded = b.alloc(act);
+    const std::uint32_t embedded = b.alloc(k_act);
     std::uint32_t x = embedded;
     for (std::uint64_t l = 0; l < k_layers; ++l) {
       auto& s = saved[l];
-      s.push_back(b.alloc(act));        // ln1 out
-      s.push_back(b.alloc(row_stats));  // ln1 mean
-      s.push_back(b.alloc(row_stats));  // ln1 rstd
+      s.push_back(b.alloc(k_act));        // ln1 out
+      s.push_back(b.alloc(k_row_stats));  // ln1 mean
+      s.push_back(b.alloc(k_row_stats));  // ln1 rstd
       small_temporaries(5);
-      s.push_back(b.alloc(3 * act));                                       // qkv
-      std::uint32_t q = b.alloc(act), k = b.alloc(act), v = b.alloc(act);  // head-major copies
-      const std::uint32_t sc = b.alloc(scores);
+      s.push_back(b.alloc(3 * k_act));  // qkv
+      std::uint32_t q = b.alloc(k_act), k = b.alloc(k_act),
+                    v = b.alloc(k_act);  // head-major copies
+      const std::uint32_t sc = b.alloc(k_scores);
       small_temporaries(3);
-      s.push_back(b.alloc(scores));  // softmax probabilities
+      s.push_back(b.alloc(k_scores));  // softmax probabilities
       b.free(sc);
-      s.push_back(b.alloc(mask));  // dropout mask
-      s.push_back(b.alloc(act));   // attention output
+      s.push_back(b.alloc(k_mask));  // dropout mask
+      s.push_back(b.alloc(k_act));   // attention output
       b.free(q), b.free(k), b.free(v);
-      const std::uint32_t proj = b.alloc(act);
-      s.push_back(b.alloc(act));  // residual
+      const std::uint32_t proj = b.alloc(k_act);
+      s.push_back(b.alloc(k_act));  // residual
       b.free(proj);
-      s.push_back(b.alloc(act));        // ln2 out
-      s.push_back(b.alloc(row_stats));  // ln2 mean
-      s.push_back(b.alloc(row_stats));  // ln2 rstd
+      s.push_back(b.alloc(k_act));        // ln2 out
+      s.push_back(b.alloc(k_row_stats));  // ln2 mean
+      s.push_back(b.alloc(k_row_stats));  // ln2 rstd
       small_temporaries(5);
-      s.push_back(b.alloc(4 * act));  // fc1 out
-      s.push_back(b.alloc(4 * act));  // gelu out
-      const std::uint32_t fc2 = b.alloc(act);
-      const std::uint32_t next = b.alloc(act);  // residual: the next layer's input
+      s.push_back(b.alloc(4 * k_act));  // fc1 out
+      s.push_back(b.alloc(4 * k_act));  // gelu out
+      const std::uint32_t fc2 = b.alloc(k_act);
+      const std::uint32_t next = b.alloc(k_act);  // residual: the next layer's input
       b.free(fc2);
       s.push_back(x);
       x = next;
       small_temporaries(3);
     }
-    const std::uint32_t final_ln = b.alloc(act);
-    const std::uint32_t logits = b.alloc(tokens * k_vocab * k_bf16);
+    const std::uint32_t final_ln = b.alloc(k_act);
+    const std::uint32_t logits = b.alloc(k_tokens * k_vocab * k_bf16);
     small_temporaries(4);  // loss, its scalars
     // backward
-    const std::uint32_t grad_logits = b.alloc(tokens * k_vocab * k_bf16);
+    const std::uint32_t grad_logits = b.alloc(k_tokens * k_vocab * k_bf16);
     b.free(logits);
-    std::uint32_t grad = b.alloc(act);
+    std::uint32_t grad = b.alloc(k_act);
     b.free(grad_logits);
     b.free(final_ln);
     b.free(x);
@@ -271,18 +273,18 @@ bench_workload transformer_mix(std::size_t target_pairs) {
         grads.push_back(b.alloc(layer_params[i]));
         if (i % 2 == 1) small_temporaries(1);  // bias-gradient reductions
       }
-      const std::uint32_t g_gelu = b.alloc(4 * act);
-      const std::uint32_t g_fc1 = b.alloc(4 * act);
+      const std::uint32_t g_gelu = b.alloc(4 * k_act);
+      const std::uint32_t g_fc1 = b.alloc(4 * k_act);
       b.free(g_gelu);
-      const std::uint32_t g_ln2 = b.alloc(act);
+      const std::uint32_t g_ln2 = b.alloc(k_act);
       b.free(g_fc1);
-      const std::uint32_t g_probs = b.alloc(scores);
-      const std::uint32_t g_scores = b.alloc(scores);
+      const std::uint32_t g_probs = b.alloc(k_scores);
+      const std::uint32_t g_scores = b.alloc(k_scores);
       b.free(g_probs);
-      const std::uint32_t g_qkv = b.alloc(3 * act);
+      const std::uint32_t g_qkv = b.alloc(3 * k_act);
       b.free(g_scores);
       small_temporaries(4);
-      const std::uint32_t g_x = b.alloc(act);
+      const std::uint32_t g_x = b.alloc(k_act);
       b.free(g_qkv);
       b.free(g_ln2);
       b.free(grad);
@@ -336,6 +338,7 @@ bench_workload trace_workload(const std::string& path, std::size_t target_pairs)
         }
       }
       std::vector<std::uint32_t> rest;
+      rest.reserve(live.size());
       for (const auto& [address, slot] : live) rest.push_back(slot);
       std::sort(rest.rbegin(), rest.rend());
       for (std::uint32_t slot : rest) b.free(slot);

@@ -169,7 +169,7 @@ class pickle_reader {
         case 'U': str(kind::string, u8()); break;        // SHORT_BINSTRING
         case 'B': str(kind::bytes, length(4)); break;    // BINBYTES
         case 'C': str(kind::bytes, u8()); break;         // SHORT_BINBYTES
-        case 0x8e: str(kind::bytes, length(8)); break;   // BINBYTES8
+        case 0x8e:                                       // BINBYTES8
         case 0x96: str(kind::bytes, length(8)); break;   // BYTEARRAY8
 
         case ']': push(b_.add(kind::list, op_)); break;

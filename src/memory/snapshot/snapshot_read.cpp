@@ -57,13 +57,13 @@ class converter {
     expect(root, kind::dict, "the top level");
     const auto segments = root.get("segments");
     if (!segments) fail(root, "a snapshot dict has no 'segments' key");
-    path_.push_back({"segments", npos});
+    path_.push_back({"segments", k_npos});
     expect(*segments, kind::list, "'segments'");
     read_segments(*segments, s);
     path_.pop_back();
 
     if (const auto traces = present(root, "device_traces")) {
-      path_.push_back({"device_traces", npos});
+      path_.push_back({"device_traces", k_npos});
       expect(*traces, kind::list, "'device_traces'");
       s.device_traces.resize(traces->size());
       for (std::size_t d = 0; d < traces->size(); ++d) {
@@ -73,7 +73,7 @@ class converter {
         spend(trace, 1 + trace.size());
         auto& out = s.device_traces[d];
         out.reserve(trace.size());
-        path_.push_back({"", npos});
+        path_.push_back({"", k_npos});
         for (std::size_t i = 0; i < trace.size(); ++i) {
           path_.back().index = i;
           out.push_back(read_entry(trace[i]));
@@ -83,7 +83,7 @@ class converter {
       path_.pop_back();
     }
     if (const auto settings = present(root, "allocator_settings")) {
-      path_.push_back({"allocator_settings", npos});
+      path_.push_back({"allocator_settings", k_npos});
       s.settings = read_settings(*settings);
       path_.pop_back();
     }
@@ -94,7 +94,7 @@ class converter {
   std::uint64_t elements() const noexcept { return elements_; }
 
  private:
-  static constexpr std::size_t npos = std::numeric_limits<std::size_t>::max();
+  static constexpr std::size_t k_npos = std::numeric_limits<std::size_t>::max();
   struct step {
     const char* name;
     std::size_t index;
@@ -107,7 +107,7 @@ class converter {
         if (!p.empty()) p += '.';
         p += s.name;
       }
-      if (s.index != npos) p += fmt::format("[{}]", s.index);
+      if (s.index != k_npos) p += fmt::format("[{}]", s.index);
     }
     return p.empty() ? std::string("top level") : p;
   }
@@ -209,7 +209,7 @@ class converter {
     s.segments.reserve(list.size());
     std::vector<value> at;  // where each segment was read, for errors found across segments
     at.reserve(list.size());
-    path_.push_back({"", npos});
+    path_.push_back({"", k_npos});
     for (std::size_t i = 0; i < list.size(); ++i) {
       path_.back().index = i;
       at.push_back(list[i]);
@@ -265,7 +265,7 @@ class converter {
       }
     } else {
       // Small-pool segments are always exactly 2 MiB (kSmallBuffer); large ones never are.
-      seg.is_large = seg.total_size != 2u * 1024 * 1024;
+      seg.is_large = seg.total_size != std::uint64_t{2} * 1024 * 1024;
     }
     if (const auto pool = present(v, "segment_pool_id")) {
       if (!(pool->is(kind::tuple) || pool->is(kind::list)) || pool->size() != 2)
@@ -279,7 +279,7 @@ class converter {
     expect(blocks, kind::list, "'blocks'");
     spend(v, 1 + blocks.size());
     seg.blocks.reserve(blocks.size());
-    path_.push_back({"blocks", npos});
+    path_.push_back({"blocks", k_npos});
     // Blocks tile the segment: each starts where the one before it ends (2.0-era blocks have
     // no address and are placed so), and together they cover it exactly.
     std::uint64_t next = seg.address;

@@ -81,33 +81,36 @@ struct poly {
 // coefficients (computed in long double).
 template <class F>
 poly fit(F&& f) {
-  constexpr int n = k_degree + 1;
+  constexpr int k_nodes = k_degree + 1;
   // cos(pi * i / (2n)) for i in [0, 4n): the nodes are cos(pi (2j + 1) / (2n)).
   static const auto cosines = [] {
-    std::array<long double, 4 * n> c;
-    for (int i = 0; i < 4 * n; ++i) c[i] = std::cos(std::numbers::pi_v<long double> * i / (2 * n));
+    std::array<long double, 4 * k_nodes> c;
+    for (int i = 0; i < 4 * k_nodes; ++i)
+      c[i] = std::cos(std::numbers::pi_v<long double> * i / (2 * k_nodes));
     return c;
   }();
-  long double values[n], cheb[n] = {}, mono[n] = {}, t_prev[n] = {}, t_cur[n] = {}, t_next[n];
-  for (int j = 0; j < n; ++j) values[j] = f(cosines[2 * j + 1]);
-  for (int k = 0; k < n; ++k) {
-    for (int j = 0; j < n; ++j) cheb[k] += values[j] * cosines[k * (2 * j + 1) % (4 * n)];
-    cheb[k] *= (k == 0 ? 1.0L : 2.0L) / n;
+  long double values[k_nodes], cheb[k_nodes] = {}, mono[k_nodes] = {}, t_prev[k_nodes] = {},
+                               t_cur[k_nodes] = {}, t_next[k_nodes];
+  for (int j = 0; j < k_nodes; ++j) values[j] = f(cosines[2 * j + 1]);
+  for (int k = 0; k < k_nodes; ++k) {
+    for (int j = 0; j < k_nodes; ++j)
+      cheb[k] += values[j] * cosines[k * (2 * j + 1) % (4 * k_nodes)];
+    cheb[k] *= (k == 0 ? 1.0L : 2.0L) / k_nodes;
   }
   // Sum cheb[k] T_k(u) with T_0 = 1, T_1 = u, T_{k+1} = 2u T_k - T_{k-1}, in monomials.
   t_prev[0] = 1;
   t_cur[1] = 1;
   mono[0] = cheb[0];
-  for (int k = 1; k < n; ++k) {
-    for (int i = 0; i < n; ++i) mono[i] += cheb[k] * t_cur[i];
-    for (int i = 0; i < n; ++i) t_next[i] = (i > 0 ? 2 * t_cur[i - 1] : 0) - t_prev[i];
-    for (int i = 0; i < n; ++i) {
+  for (int k = 1; k < k_nodes; ++k) {
+    for (int i = 0; i < k_nodes; ++i) mono[i] += cheb[k] * t_cur[i];
+    for (int i = 0; i < k_nodes; ++i) t_next[i] = (i > 0 ? 2 * t_cur[i - 1] : 0) - t_prev[i];
+    for (int i = 0; i < k_nodes; ++i) {
       t_prev[i] = t_cur[i];
       t_cur[i] = t_next[i];
     }
   }
   poly p;
-  for (int i = 0; i < n; ++i) p.c[i] = static_cast<double>(mono[i]);
+  for (int i = 0; i < k_nodes; ++i) p.c[i] = static_cast<double>(mono[i]);
   return p;
 }
 
@@ -188,8 +191,8 @@ double erfcinv_fast(float y) {
 float erfcinv_float(float y) {
   const double x = erfcinv_fast(y);  // +0 for y = 1
   // Near a rounding boundary between two floats (or outside the table), decide in long double.
-  constexpr double eps = 0x1p-42;
-  if (std::isnan(x) || static_cast<float>(x * (1 - eps)) != static_cast<float>(x * (1 + eps)))
+  constexpr double k_eps = 0x1p-42;
+  if (std::isnan(x) || static_cast<float>(x * (1 - k_eps)) != static_cast<float>(x * (1 + k_eps)))
       [[unlikely]] {
     const bool complement = y < 0.5f;
     const long double target = complement ? static_cast<long double>(y) : 1.0L - y;

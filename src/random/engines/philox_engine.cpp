@@ -134,7 +134,7 @@ class philox_engine final : public engine {
         const std::uint64_t lo = std::max(p0, 4 * q), hi = std::min(end, 4 * q + 4);
         double* out = static_cast<double*>(r.out);
         for (std::uint64_t p = lo; p < hi; ++p) {
-          const unsigned lane = static_cast<unsigned>(p % 4);
+          const std::size_t lane = static_cast<std::size_t>(p % 4);
           double& o = out[p - p0];
           if (r.what == kind::uniform_double) {
             o = uniform_double(w[2 * lane], w[2 * lane + 1]);

@@ -234,22 +234,22 @@ class thread_engine final : public engine {
       cache_[t] = st;
     };
     auto first_slot = [&](std::size_t t) { return q + (t + t_count - wrap) % t_count; };
-    constexpr std::size_t lanes = simd::k_row_lanes;
+    constexpr std::size_t k_lanes = simd::k_row_lanes;
     // Workers take whole lane blocks, so the split never changes which path a thread takes.
-    parallel_for(t_count / lanes, workers, [&](std::size_t bb, std::size_t be) {
-      for (std::size_t t0 = bb * lanes; t0 < be * lanes; t0 += lanes) {
+    parallel_for(t_count / k_lanes, workers, [&](std::size_t bb, std::size_t be) {
+      for (std::size_t t0 = bb * k_lanes; t0 < be * k_lanes; t0 += k_lanes) {
         // A block is vectorized when its first slots are consecutive (the wrap point of the
         // position is not inside it): lane i's slot j is then o0 + i + j * T.
-        if (!vector || (wrap > t0 && wrap < t0 + lanes)) {
-          for (std::size_t t = t0; t < t0 + lanes; ++t) run_thread(t, first_slot(t));
+        if (!vector || (wrap > t0 && wrap < t0 + k_lanes)) {
+          for (std::size_t t = t0; t < t0 + k_lanes; ++t) run_thread(t, first_slot(t));
           continue;
         }
         const std::uint64_t o0 = first_slot(t0) - q;
-        const std::uint64_t rows = o0 + lanes <= slots ? (slots - o0 - lanes) / t_count + 1 : 0;
+        const std::uint64_t rows = o0 + k_lanes <= slots ? (slots - o0 - k_lanes) / t_count + 1 : 0;
         if (rows > 0)
           Core::rows(&cache_[t0], rows, rk, static_cast<char*>(r.out) + o0 * shape.outputs * 4,
                      t_count, static_cast<float>(r.mean), static_cast<float>(r.stddev));
-        for (std::size_t i = 0; i < lanes; ++i) run_thread(t0 + i, q + o0 + i + rows * t_count);
+        for (std::size_t i = 0; i < k_lanes; ++i) run_thread(t0 + i, q + o0 + i + rows * t_count);
       }
     });
     position_ += slots;
@@ -267,12 +267,12 @@ class thread_engine final : public engine {
     const std::uint64_t q = position_;
     const std::uint64_t t_count = base_.size(), wrap = q % t_count;
     if (kept_.size() != t_count) kept_.assign(t_count, std::nullopt);
-    constexpr std::size_t lanes = simd::k_row_lanes, chunk_rows = 64;
-    parallel_for(t_count / lanes, workers_for(n, threads), [&](std::size_t bb, std::size_t be) {
-      float pairs[2 * lanes * chunk_rows];
-      for (std::size_t t0 = bb * lanes; t0 < be * lanes; t0 += lanes) {
-        std::uint64_t first[lanes], count[lanes], done[lanes], rows = ~std::uint64_t{0};
-        for (std::size_t i = 0; i < lanes; ++i) {
+    constexpr std::size_t k_lanes = simd::k_row_lanes, k_chunk_rows = 64;
+    parallel_for(t_count / k_lanes, workers_for(n, threads), [&](std::size_t bb, std::size_t be) {
+      float pairs[2 * k_lanes * k_chunk_rows];
+      for (std::size_t t0 = bb * k_lanes; t0 < be * k_lanes; t0 += k_lanes) {
+        std::uint64_t first[k_lanes], count[k_lanes], done[k_lanes], rows = ~std::uint64_t{0};
+        for (std::size_t i = 0; i < k_lanes; ++i) {
           const std::size_t t = t0 + i;
           first[i] = (t + t_count - wrap) % t_count;
           count[i] = first[i] < n ? (n - 1 - first[i]) / t_count + 1 : 0;
@@ -294,26 +294,26 @@ class thread_engine final : public engine {
             kept_[t0 + i] = cos_z;
         };
         if (simd::has_row_kernels())
-          for (std::uint64_t r0 = 0; r0 < rows; r0 += chunk_rows) {
+          for (std::uint64_t r0 = 0; r0 < rows; r0 += k_chunk_rows) {
             const std::size_t m =
-                static_cast<std::size_t>(std::min<std::uint64_t>(chunk_rows, rows - r0));
-            Core::rows(&cache_[t0], m, simd::row_kind::normal, pairs, lanes, 0.0f, 1.0f);
+                static_cast<std::size_t>(std::min<std::uint64_t>(k_chunk_rows, rows - r0));
+            Core::rows(&cache_[t0], m, simd::row_kind::normal, pairs, k_lanes, 0.0f, 1.0f);
             for (std::size_t j = 0; j < m; ++j) {
-              const float* z = pairs + 2 * lanes * j;
+              const float* z = pairs + 2 * k_lanes * j;
               if (r0 + j + 1 < rows) {
                 // Not the last pair of any lane: both values land in slots of this call.
-                for (std::size_t i = 0; i < lanes; ++i) {
+                for (std::size_t i = 0; i < k_lanes; ++i) {
                   float* o = out + first[i] + done[i] * t_count;
                   o[0] = z[2 * i];
                   o[t_count] = z[2 * i + 1];
                   done[i] += 2;
                 }
               } else {
-                for (std::size_t i = 0; i < lanes; ++i) put(i, z[2 * i], z[2 * i + 1]);
+                for (std::size_t i = 0; i < k_lanes; ++i) put(i, z[2 * i], z[2 * i + 1]);
               }
             }
           }
-        for (std::size_t i = 0; i < lanes; ++i) {
+        for (std::size_t i = 0; i < k_lanes; ++i) {
           typename Core::state st = cache_[t0 + i];
           while (done[i] < count[i]) {
             const std::uint32_t w0 = Core::next(st), w1 = Core::next(st);

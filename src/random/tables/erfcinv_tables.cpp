@@ -146,13 +146,11 @@ class header_parser {
         return v;
       };
       std::optional<double> v;
-      if (ps.empty() && qs.empty() && (v = is({"p", "="}, false)))
+      if ((ps.empty() && qs.empty() && (v = is({"p", "="}, false))) ||
+          (!ps.empty() && qs.empty() && (v = is({"p", "=", "p", "*", "t"}, true))))
         ps.push_back(*v);
-      else if (!ps.empty() && qs.empty() && (v = is({"p", "=", "p", "*", "t"}, true)))
-        ps.push_back(*v);
-      else if (!ps.empty() && qs.empty() && (v = is({"q", "=", "t"}, true)))
-        qs.push_back(*v);
-      else if (!qs.empty() && (v = is({"q", "=", "q", "*", "t"}, true)))
+      else if ((!ps.empty() && qs.empty() && (v = is({"q", "=", "t"}, true))) ||
+               (!qs.empty() && (v = is({"q", "=", "q", "*", "t"}, true))))
         qs.push_back(*v);
       else if (!ps.empty())
         break;

@@ -79,7 +79,8 @@ std::vector<bench_row> run_bench(const bench_options& o,
   std::vector<unsigned char> buf(o.count * 4);
   std::vector<bench_row> rows;
   const dist_params params{0.0, 1.0, o.lambda};
-  for (const auto& [type, dist] : k_cases) {
+  for (const auto& [type, case_dist] : k_cases) {
+    const distribution dist = case_dist;  // a plain variable: lambdas below capture it
     if (o.only && type != *o.only) continue;
     if (type == rng_type::mtgp32 && !mtgp32_default_tables().tables) continue;  // no parameters
     std::optional<double> curand_gsps;

@@ -2,6 +2,7 @@
 #include "keel/core/enum_names.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <iterator>
@@ -370,7 +371,7 @@ std::vector<math_check> check_vector_math(std::uint32_t stride) {
       simd::logf16(in, y);
       for (std::size_t i = 0; i < n; ++i) {
         const float g = ::logf(in[i]);
-        if (std::memcmp(&g, &y[i], 4) == 0) continue;
+        if (std::bit_cast<std::uint32_t>(g) == std::bit_cast<std::uint32_t>(y[i])) continue;
         note(in[i]);
         ++m.logf_mismatches;
       }
@@ -383,7 +384,9 @@ std::vector<math_check> check_vector_math(std::uint32_t stride) {
       for (std::size_t i = 0; i < n; ++i) {
         float gs, gc;
         ::sincosf(in[i], &gs, &gc);
-        if (std::memcmp(&gs, &s[i], 4) == 0 && std::memcmp(&gc, &c[i], 4) == 0) continue;
+        if (std::bit_cast<std::uint32_t>(gs) == std::bit_cast<std::uint32_t>(s[i]) &&
+            std::bit_cast<std::uint32_t>(gc) == std::bit_cast<std::uint32_t>(c[i]))
+          continue;
         note(in[i]);
         ++m.sincosf_mismatches;
       }

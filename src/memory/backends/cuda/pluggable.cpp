@@ -67,7 +67,7 @@ caching_allocator* allocator_for(int device) {
       auto backend = std::make_unique<cuda_backend>(device);
       auto* allocator = new caching_allocator(
           *backend, keel::memory::allocator_config::from_environment(), device);
-      backend.release();  // owned by nobody: lives as long as the allocator, i.e. forever
+      (void)backend.release();  // owned by nobody: lives as long as the allocator, i.e. forever
       KEEL_LOG_INFO("memory", "keel_pluggable_alloc: device {} uses policy {} ({})", device,
                     keel::memory::to_string(allocator->config().policy),
                     allocator->config().to_string());

@@ -9,7 +9,8 @@
 #include "keel/core/error.hpp"
 
 #if KEEL_HAVE_OPENCL
-#define CL_TARGET_OPENCL_VERSION 120
+// The OpenCL headers' own switch, named by them.
+#define CL_TARGET_OPENCL_VERSION 120  // NOLINT(readability-identifier-naming)
 #include <CL/cl.h>
 #endif
 
@@ -118,6 +119,7 @@ void philox_generate(output kind, void* out, std::size_t n, std::uint64_t seed,
   const cl_uint key0 = static_cast<cl_uint>(seed), key1 = static_cast<cl_uint>(seed >> 32);
   const cl_int exact = m == math::exact ? 1 : 0;
   err = clSetKernelArg(r.kernel, 0, sizeof k, &k);
+  // NOLINTNEXTLINE(bugprone-sizeof-expression): the size of the cl_mem handle itself
   err |= clSetKernelArg(r.kernel, 1, sizeof buffer, &buffer);
   err |= clSetKernelArg(r.kernel, 2, sizeof pos, &pos);
   err |= clSetKernelArg(r.kernel, 3, sizeof count, &count);
