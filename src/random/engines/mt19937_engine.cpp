@@ -56,8 +56,9 @@ const std::vector<std::uint32_t>& generator_jump(int k) {
         const unsigned h = static_cast<unsigned>(q.w[m / 16] >> (4 * (m % 16))) & 15u;
         if (h == 0) continue;
         const int z = __builtin_ctz(h);
-        w[j].push_back(static_cast<std::uint32_t>(((h >> z) - 1) / 2 * simd::k_mt19937_jump_table +
-                                                  4 * m + z));
+        const std::size_t window = 4 * static_cast<std::size_t>(m) + static_cast<std::size_t>(z);
+        w[j].push_back(
+            static_cast<std::uint32_t>(((h >> z) - 1) / 2 * simd::k_mt19937_jump_table + window));
       }
     }
     return w;
