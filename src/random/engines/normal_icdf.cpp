@@ -82,7 +82,7 @@ struct poly {
 template <class F>
 poly fit(F&& f) {
   constexpr int k_nodes = k_degree + 1;
-  // cos(pi * i / (2n)) for i in [0, 4n): the nodes are cos(pi (2j + 1) / (2n)).
+  // cos(pi * i / (2n)) for i in [0, 4n), n = k_nodes: the nodes are cos(pi (2j + 1) / (2n)).
   static const auto cosines = [] {
     std::array<long double, 4 * k_nodes> c;
     for (int i = 0; i < 4 * k_nodes; ++i)
