@@ -143,7 +143,7 @@ class input_buf final : public std::streambuf {
 
  private:
   std::unique_ptr<checked_fd> fd_;
-  std::array<char, std::size_t{64} * 1024> buffer_{};
+  std::array<char, 64 * k_kib> buffer_{};
 };
 
 class input_stream final : public std::istream {

@@ -17,6 +17,7 @@
 #include <streambuf>
 #include <vector>
 
+#include "keel/core/bytes.hpp"
 #include "keel/core/error.hpp"
 
 namespace keel {
@@ -60,9 +61,7 @@ int write_all(int fd, const char* data, std::size_t n) {
 
 class output_buf final : public std::streambuf {
  public:
-  output_buf() : buffer_(std::size_t{256} * 1024) {
-    setp(buffer_.data(), buffer_.data() + buffer_.size());
-  }
+  output_buf() : buffer_(256 * k_kib) { setp(buffer_.data(), buffer_.data() + buffer_.size()); }
   void attach(int fd) noexcept { fd_ = fd; }
   int error() const noexcept { return error_; }
 

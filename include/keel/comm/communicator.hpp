@@ -41,6 +41,7 @@
 #include "keel/comm/error.hpp"
 #include "keel/comm/store.hpp"
 #include "keel/comm/types.hpp"
+#include "keel/core/bytes.hpp"
 
 namespace keel::comm {
 
@@ -48,12 +49,11 @@ struct options {
   duration timeout = std::chrono::seconds(60);
   transport transport_kind = transport::auto_select;
   algorithm algo = algorithm::auto_select;
-  std::size_t chunk_bytes =
-      std::size_t{256} * 1024;  // pipelining unit and shm slot size (multiple of 64)
-  int shm_slots = 4;            // slots per shm ring (per peer, per channel)
-  int reducer_rank = 0;         // the aggregation rank of algorithm::reducer
-  bool tune = true;             // measure alpha/beta/gamma at init (else defaults)
-  std::string name;             // store key prefix; default "keel/comm/<n>"
+  std::size_t chunk_bytes = 256 * k_kib;  // pipelining unit and shm slot size (multiple of 64)
+  int shm_slots = 4;                      // slots per shm ring (per peer, per channel)
+  int reducer_rank = 0;                   // the aggregation rank of algorithm::reducer
+  bool tune = true;                       // measure alpha/beta/gamma at init (else defaults)
+  std::string name;                       // store key prefix; default "keel/comm/<n>"
   // This rank's host, as far as transports go: ranks with the same id use shared memory.
   // Empty: the host name and the kernel's boot id. (Tests make one machine look like two.)
   std::string host_id;

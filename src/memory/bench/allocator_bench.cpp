@@ -230,8 +230,8 @@ bench_workload transformer_mix(std::size_t target_pairs) {
       s.push_back(b.alloc(k_row_stats));  // ln1 rstd
       small_temporaries(5);
       s.push_back(b.alloc(3 * k_act));  // qkv
-      std::uint32_t q = b.alloc(k_act), k = b.alloc(k_act),
-                    v = b.alloc(k_act);  // head-major copies
+      // head-major copies
+      std::uint32_t q = b.alloc(k_act), k = b.alloc(k_act), v = b.alloc(k_act);
       const std::uint32_t sc = b.alloc(k_scores);
       small_temporaries(3);
       s.push_back(b.alloc(k_scores));  // softmax probabilities

@@ -1,4 +1,5 @@
 // Snapshot reader: the plain-value tree (pickle or JSON) -> keel::memory::snapshot.
+#include "keel/core/bytes.hpp"
 #include "keel/core/error.hpp"
 #include "keel/core/input_file.hpp"
 #include "keel/memory/allocator_config.hpp"
@@ -265,7 +266,7 @@ class converter {
       }
     } else {
       // Small-pool segments are always exactly 2 MiB (kSmallBuffer); large ones never are.
-      seg.is_large = seg.total_size != std::uint64_t{2} * 1024 * 1024;
+      seg.is_large = seg.total_size != 2 * k_mib;
     }
     if (const auto pool = present(v, "segment_pool_id")) {
       if (!(pool->is(kind::tuple) || pool->is(kind::list)) || pool->size() != 2)

@@ -221,9 +221,8 @@ void poisson_from_normals(const float* z, std::uint32_t* out, std::size_t n,
   for (; i < n; ++i) {
     float zi;
     std::memcpy(&zi, z + i, 4);  // `out` may alias `z`
-    // libcurand's conversion, truncation of x + 0.5, bit for bit (not lround).
-    const std::uint32_t k = static_cast<std::uint32_t>(
-        s * static_cast<double>(zi) + lambda + 0.5);  // NOLINT(bugprone-incorrect-roundings)
+    // NOLINTNEXTLINE(bugprone-incorrect-roundings): libcurand truncates x + 0.5, not lround
+    const std::uint32_t k = static_cast<std::uint32_t>(s * static_cast<double>(zi) + lambda + 0.5);
     std::memcpy(out + i, &k, 4);
   }
 }
