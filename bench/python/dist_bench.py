@@ -8,11 +8,14 @@
 advise: the fleet mem advise job (every snapshot x every candidate) on each backend, 2 workers
 everywhere (local:2; a Dask scheduler with two 1-thread workers; one Celery worker with a
 prefork pool of 2), the services started here on loopback and already connected; one warm-up
-run, then the best of 3; every document compared byte for byte with the serial one.
-overhead: 400 empty tasks per backend, (wall time) / tasks. faults: TRIALS (default 10) jobs per
+run, then the best of 3; every document compared byte for byte with the serial one. Dask and
+Celery run it twice: in their default batches and task by task (batch=1).
+overhead: 400 empty tasks per backend, (wall time) / tasks, task by task and in default batches. faults: TRIALS (default 10) jobs per
 backend, each with one worker process killed (SIGKILL) after a random number of finished
-tasks (seeded), Dask's worker and a Celery pool process; a trial passes when the document equals
-the serial one; a job bounded at 300 s counts as a hang. rand: 2^LOG2_N (default 30) Philox
+tasks (seeded): one of the Dask workers, a Celery pool process, and the Celery worker's main
+process (a new worker started after the broker's visibility timeout, 5 s here, as a supervisor
+would); a trial passes when the document equals the serial one; a job bounded at 300 s counts
+as a hang. rand: 2^LOG2_N (default 30) Philox
 normals as SHARDS (default 16) tasks on Dask against one process drawing the same stream piece
 by piece; shard digests compared.
 """
@@ -57,21 +60,24 @@ def advise(traces):
     try:
         rows = []
         ref = None
-        for url in ["serial", "local:2", dask.url, celery.url]:
+        runs = [("serial", None), ("local:2", None), (dask.url, None), (dask.url, 1), (celery.url, None),
+                (celery.url, 1)]
+        for url, batch in runs:
             t0 = time.perf_counter()
-            with keel.dist.executor(url, timeout=600) as ex:
+            with keel.dist.executor(url, timeout=600, batch=batch) as ex:
                 start = time.perf_counter() - t0
                 keel.dist.mem.advise(traces, executor=ex)  # warm-up: workers started, imports done
                 t, doc = best(lambda: keel.dist.mem.advise(traces, executor=ex))
+                size = ex.batch_size(n_tasks)
             s = dumps(doc)
             ref = ref or s
-            rows.append((url.split(":")[0], t, start, s == ref))
-        serial = rows[0][1]
+            rows.append((url.split(":")[0], size, t, start, s == ref))
+        serial = rows[0][2]
         print(f"fleet mem advise: {len(keel.dist.mem.expand(traces))} snapshots, {n_tasks} tasks")
-        print("| backend | job (s) | vs serial | executor start (s) | byte-identical |")
-        print("|---|---:|---:|---:|---|")
-        for name, t, start, same in rows:
-            print(f"| {name} | {t:.2f} | {serial / t:.2f}x | {start:.2f} | {same} |")
+        print("| backend | tasks per batch | job (s) | vs serial | executor start (s) | byte-identical |")
+        print("|---|---:|---:|---:|---:|---|")
+        for name, size, t, start, same in rows:
+            print(f"| {name} | {size} | {t:.2f} | {serial / t:.2f}x | {start:.2f} | {same} |")
     finally:
         dask.stop()
         celery.stop()
@@ -82,14 +88,17 @@ def overhead(n=400):
     try:
         ts = [Task(f"keel-sleep-bench-{i}", "keel.dist.tasks:sleep", {"seconds": 0, "value": i}) for i in range(n)]
         print(f"per-task overhead: {n} empty tasks, best of 3")
-        print("| backend | per task (ms) |")
-        print("|---|---:|")
+        print("| backend | task by task (ms a task) | in default batches (ms a task) |")
+        print("|---|---:|---:|")
         for url in ["serial", "local:2", dask.url, celery.url]:
-            with keel.dist.executor(url, timeout=600) as ex:
-                ex.run(ts[:20])
-                t, out = best(lambda: ex.run(ts))
-                assert out == list(range(n))
-            print(f"| {url.split(':')[0]} | {1000 * t / n:.3f} |")
+            per = []
+            for batch in (1, None):
+                with keel.dist.executor(url, timeout=600, batch=batch) as ex:
+                    ex.run(ts[:20])
+                    t, out = best(lambda: ex.run(ts))
+                    assert out == list(range(n))
+                per.append(1000 * t / n)
+            print(f"| {url.split(':')[0]} | {per[0]:.3f} | {per[1]:.3f} |")
     finally:
         dask.stop()
         celery.stop()
@@ -101,7 +110,7 @@ def faults(traces, trials=10):
     rng = random.Random(18)
     dask, celery = services()
     try:
-        for name, cluster in (("dask", dask), ("celery", celery)):
+        for name, cluster in (("dask", dask), ("celery pool process", celery), ("celery main process", celery)):
             ok = hangs = 0
             times = []
             for trial in range(trials):
@@ -112,11 +121,18 @@ def faults(traces, trials=10):
                     if done >= at and not killed:
                         if name == "dask":
                             pid = cluster.alive_workers()[0].pid
-                        else:
+                        elif name == "celery pool process":
                             pid = cluster.pool_children()[0]
+                        else:
+                            pid = cluster.worker.pid
                         os.kill(pid, signal.SIGKILL)
                         killed.append(pid)
+                        if name == "celery main process":
+                            cluster.worker.wait(timeout=10)
+                            time.sleep(cluster.visibility_timeout + 0.5)
+                            cluster.start_worker()
 
+                same = False
                 t = time.perf_counter()
                 try:
                     with keel.dist.executor(cluster.url, timeout=300) as ex:

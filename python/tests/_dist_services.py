@@ -135,9 +135,11 @@ class DaskCluster(Services):
 
 
 class CeleryCluster(Services):
-    """redis-server and one Celery worker (prefork pool of `concurrency` processes)."""
+    """redis-server and one Celery worker (prefork pool of `concurrency` processes), the
+    broker's visibility timeout `visibility_timeout` seconds (a dead worker's tasks come back
+    that soon)."""
 
-    def __init__(self, concurrency=2, timeout=90):
+    def __init__(self, concurrency=2, timeout=90, visibility_timeout=5):
         super().__init__()
         redis_server = shutil.which("redis-server") or "/usr/bin/redis-server"
         if not os.path.exists(redis_server):
@@ -145,6 +147,10 @@ class CeleryCluster(Services):
         self.port = free_port()
         self.broker = f"redis://127.0.0.1:{self.port}/0"
         self.url = f"celery://{self.broker}"
+        self.concurrency = concurrency
+        self.timeout = timeout
+        self.visibility_timeout = visibility_timeout
+        self.generation = 0
         try:
             self.start("redis", [redis_server, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
                                  "--appendonly", "no", "--dir", self.logdir])
@@ -157,21 +163,28 @@ class CeleryCluster(Services):
                     return False
 
             _wait("redis-server", pong, timeout, self, "redis")
-            self.worker = self.start("celery", [sys.executable, "-m", "celery", "-A", "keel.dist.celery_app", "worker",
-                                                "--pool", "prefork", "--concurrency", str(concurrency),
-                                                "--loglevel", "WARNING", "--hostname", "keel-test@%h",
-                                                "--without-gossip", "--without-mingle", "--without-heartbeat"],
-                                     env=_env(KEEL_CELERY_BROKER=self.broker, OMP_NUM_THREADS="1"))
-            from keel.dist import celery_app
-
-            app = celery_app.make_app(self.broker)
-            try:
-                _wait("the celery worker", lambda: bool(app.control.ping(timeout=0.5)), timeout, self, "celery")
-            finally:
-                app.close()
+            self.start_worker()
         except BaseException:
             self.stop()
             raise
+
+    def start_worker(self):
+        """A (new) worker; returns once it answers a ping."""
+        name = f"celery{self.generation}"
+        self.generation += 1
+        self.worker = self.start(name, [sys.executable, "-m", "celery", "-A", "keel.dist.celery_app", "worker",
+                                        "--pool", "prefork", "--concurrency", str(self.concurrency),
+                                        "--loglevel", "WARNING", "--hostname", f"keel-test-{name}@%h",
+                                        "--without-gossip", "--without-mingle", "--without-heartbeat"],
+                                 env=_env(KEEL_CELERY_BROKER=self.broker, OMP_NUM_THREADS="1",
+                                          KEEL_CELERY_VISIBILITY_TIMEOUT=str(self.visibility_timeout)))
+        from keel.dist import celery_app
+
+        app = celery_app.make_app(self.broker)
+        try:
+            _wait("the celery worker", lambda: bool(app.control.ping(timeout=0.5)), self.timeout, self, name)
+        finally:
+            app.close()
 
     def pool_children(self):
         import psutil

@@ -50,6 +50,31 @@ def test_only_keel_functions_run():
         dist_tasks.run("os:system", {"command": "true"})
 
 
+def test_batches_keep_order_and_unbatch_to_the_tasks_results():
+    ts = [dist_tasks.Task(f"keel-sleep-b{i}", "keel.dist.tasks:sleep", {"value": i}) for i in range(7)]
+    units, sizes = dist_tasks.batches(ts, 3)
+    assert sizes == [3, 3, 1] and units[2] is ts[6]
+    assert [u.function for u in units[:2]] == [dist_tasks.BATCH] * 2
+    assert units[0].key != units[1].key and units[0].key == dist_tasks.batches(ts, 3)[0][0].key
+    results = [dist_tasks.run(u.function, u.kwargs) for u in units]
+    assert dist_tasks.unbatch(sizes, results) == list(range(7))
+    bad = dist_tasks.batches([ts[0], dist_tasks.Task("k", "os:system", {"command": "true"})], 2)[0]
+    failed = dist_tasks.run(bad[0].function, bad[0].kwargs)
+    assert dist_tasks.unbatch([2], [failed]) == [failed, failed] and "not a keel task function" in failed["error"]
+
+
+def test_batched_runs_equal_task_by_task_and_count_tasks(small_fleet):
+    with keel.dist.executor("local:2", timeout=TIMEOUT, batch=7) as ex:
+        seen = []
+        doc = keel.dist.mem.advise(str(small_fleet), executor=ex, progress=lambda d, t: seen.append((d, t)))
+        assert ex.batch_size(60) == 7
+    assert dumps(doc) == dumps(keel.dist.mem.advise(str(small_fleet)))
+    n = 4 * len(keel.dist.mem.CANDIDATES)
+    assert seen[-1] == (n, n) and all(t == n for _, t in seen)
+    with pytest.raises(keel.InvalidArgument, match="at least 1"):
+        keel.dist.executor("serial", batch=0)
+
+
 def test_jobs_are_split_file_by_candidate(traces):
     files = keel.dist.mem.expand(str(TRACES))
     ts = keel.dist.mem.tasks(files)
@@ -147,6 +172,32 @@ def test_dask_task_errors_come_back_as_results(dask_cluster, small_fleet):
     assert len(doc["files"]) == 3
 
 
+def test_dask_sends_short_tasks_in_batches(dask_cluster):
+    with keel.dist.executor(dask_cluster.url, timeout=TIMEOUT) as ex:
+        assert ex.batch_size(195) == 13 and ex.batch_size(16) == 1  # 8 batches per worker thread
+
+
+def _interrupting(at):
+    def progress(done, total):
+        if done >= at:
+            raise KeyboardInterrupt
+    return progress
+
+
+def _ctrl_c(url):
+    ts = [dist_tasks.Task(f"keel-sleep-cc-{i}", "keel.dist.tasks:sleep", {"seconds": 0.05, "value": i})
+          for i in range(40)]
+    with keel.dist.executor(url, timeout=TIMEOUT, batch=1) as ex:
+        with pytest.raises(keel.dist.Cancelled) as e:
+            ex.run(ts, progress=_interrupting(3))
+        assert 3 <= e.value.done < 40 and e.value.total == 40
+        assert ex.run(ts[:2]) == [0, 1]  # the same tasks run again after a cancel
+
+
+def test_dask_ctrl_c_cancels_the_outstanding_tasks(dask_cluster):
+    _ctrl_c(dask_cluster.url)
+
+
 def test_dask_worker_killed_mid_job_loses_nothing(dask_cluster, serial_doc):
     killed = []
 
@@ -208,6 +259,30 @@ def test_celery_worker_process_killed_mid_job_loses_nothing(celery_cluster, seri
         doc = keel.dist.mem.advise(str(TRACES), executor=ex, progress=progress)
     assert killed
     assert dumps(doc) == serial_doc
+
+
+def test_celery_main_worker_process_killed_mid_job_loses_nothing(celery_cluster, serial_doc):
+    import time
+
+    killed = []
+
+    def progress(done, total):
+        if done >= 20 and not killed:
+            worker = celery_cluster.worker
+            os.kill(worker.pid, signal.SIGKILL)
+            killed.append(worker)
+            assert worker.wait(timeout=10) == -signal.SIGKILL
+            time.sleep(celery_cluster.visibility_timeout + 0.5)  # its tasks go back to the queue
+            celery_cluster.start_worker()  # as a supervisor would; it puts them back when it starts
+
+    with keel.dist.executor(celery_cluster.url, timeout=TIMEOUT) as ex:
+        doc = keel.dist.mem.advise(str(TRACES), executor=ex, progress=progress)
+    assert killed
+    assert dumps(doc) == serial_doc
+
+
+def test_celery_ctrl_c_cancels_the_outstanding_tasks(celery_cluster):
+    _ctrl_c(celery_cluster.url)
 
 
 def test_dask_rand_shards_equal_one_stream(dask_cluster):

@@ -8,6 +8,14 @@ results in the order of `tasks`, whatever order they finished in (tasks with equ
 once). progress(done, total) is called as tasks finish. Ctrl-C (KeyboardInterrupt) cancels
 the outstanding tasks and raises Cancelled, which says how many had finished.
 
+Batches: Dask and Celery spend milliseconds of scheduler or broker round trips on every task,
+as long as a short replay, so a job of many tasks goes to them in batches (keel.dist.tasks.
+batches): by default about BATCHES_PER_SLOT batches per worker thread or process, few enough
+to pay the round trips rarely and enough to keep every worker busy to the end (`batch=N`
+sets the tasks per batch; 1 sends every task alone). A job with at most that many tasks per
+slot (rand's shards) is sent task by task. Serial and local runs are not batched (a local
+task costs a fraction of a millisecond).
+
 Backends:
     serial        in this process, one after another (the reference every backend equals)
     local[:N]     N worker processes on this machine (default: the CPUs), no services
@@ -24,6 +32,7 @@ ConnectionError) within `connect_timeout` seconds; a job that does not finish wi
 """
 
 import os
+import secrets
 import time
 from urllib.parse import urlparse
 
@@ -32,6 +41,7 @@ import keel
 from . import tasks as _tasks
 
 DEFAULT_CONNECT_TIMEOUT = 10.0
+BATCHES_PER_SLOT = 8
 
 
 class ClusterError(keel.Error, ConnectionError):
@@ -51,13 +61,36 @@ class Cancelled(keel.Error):
         self.total = total
 
 
+class _Tally:
+    """Finished tasks counted from finished units (a batch counts as its tasks)."""
+
+    def __init__(self, sizes, progress):
+        self.sizes = sizes
+        self.total = sum(sizes)
+        self.done = 0
+        self._progress = progress
+
+    def finished(self, units):
+        """Adds the units at these indices to the count and reports progress."""
+        n = sum(self.sizes[i] for i in units)
+        if n:
+            self.done += n
+            self._progress(self.done, self.total)
+
+    def cancelled(self):
+        return Cancelled(self.done, self.total)
+
+
 class Executor:
     """Runs tasks; results in task order. Use as a context manager, or call close()."""
 
     name = "executor"
 
-    def __init__(self, timeout=None):
+    def __init__(self, timeout=None, batch=None):
         self.timeout = timeout
+        if batch is not None and batch < 1:
+            raise keel.InvalidArgument(f"batch must be at least 1 task, not {batch}")
+        self.batch = batch
 
     def __enter__(self):
         return self
@@ -77,19 +110,31 @@ class Executor:
         for t in tasks:
             unique.setdefault(t.key, t)
         order = list(unique.values())
-        results = self._run(order, progress or (lambda done, total: None))
-        by_key = dict(zip((t.key for t in order), results))
+        units, sizes = _tasks.batches(order, self.batch_size(len(order)))
+        results = self._run(units, _Tally(sizes, progress or (lambda done, total: None)))
+        by_key = dict(zip((t.key for t in order), _tasks.unbatch(sizes, results)))
         return [by_key[t.key] for t in tasks]
+
+    def batch_size(self, n):
+        """Tasks per unit sent to the backend for a job of n tasks."""
+        if self.batch is not None:
+            return self.batch
+        slots = self._slots()
+        return 1 if slots is None else max(1, -(-n // (BATCHES_PER_SLOT * slots)))
+
+    def _slots(self):
+        """Tasks the backend runs at once, for the default batch size; None: do not batch."""
+        return None
 
     def _deadline(self):
         return None if self.timeout is None else time.monotonic() + self.timeout
 
-    def _check(self, deadline, done, total):
+    def _check(self, deadline, tally):
         if deadline is not None and time.monotonic() > deadline:
             raise JobTimeout(f"{self.describe()}: the job did not finish within {self.timeout:g} s "
-                             f"({done} of {total} tasks done)")
+                             f"({tally.done} of {tally.total} tasks done)")
 
-    def _run(self, tasks, progress):
+    def _run(self, units, tally):
         raise NotImplementedError
 
 
@@ -98,14 +143,14 @@ class SerialExecutor(Executor):
 
     name = "serial"
 
-    def _run(self, tasks, progress):
+    def _run(self, units, tally):
         out = []
         try:
-            for i, t in enumerate(tasks):
+            for i, t in enumerate(units):
                 out.append(_tasks.run(t.function, t.kwargs))
-                progress(i + 1, len(tasks))
+                tally.finished([i])
         except KeyboardInterrupt:
-            raise Cancelled(len(out), len(tasks)) from None
+            raise tally.cancelled() from None
         return out
 
 
@@ -114,8 +159,8 @@ class LocalExecutor(Executor):
 
     name = "local"
 
-    def __init__(self, workers=None, timeout=None):
-        super().__init__(timeout)
+    def __init__(self, workers=None, timeout=None, batch=None):
+        super().__init__(timeout, batch)
         import concurrent.futures
         import multiprocessing
 
@@ -145,29 +190,27 @@ class LocalExecutor(Executor):
         self._pool = concurrent.futures.ProcessPoolExecutor(
             self.workers, mp_context=multiprocessing.get_context("spawn"))
 
-    def _run(self, tasks, progress):
+    def _run(self, units, tally):
         import concurrent.futures
 
-        futures = [self._pool.submit(_tasks.run, t.function, t.kwargs) for t in tasks]
+        futures = [self._pool.submit(_tasks.run, t.function, t.kwargs) for t in units]
+        index = {f: i for i, f in enumerate(futures)}
         deadline = self._deadline()
-        done = 0
         try:
             pending = set(futures)
             while pending:
                 finished, pending = concurrent.futures.wait(
                     pending, timeout=0.2, return_when=concurrent.futures.FIRST_COMPLETED)
-                done += len(finished)
-                if finished:
-                    progress(done, len(tasks))
-                self._check(deadline, done, len(tasks))
+                tally.finished([index[f] for f in finished])
+                self._check(deadline, tally)
             return [f.result() for f in futures]
         except concurrent.futures.process.BrokenProcessPool as e:
             self._abort(futures)
-            raise keel.BackendError(f"local: a worker process died ({e}); {done} of {len(tasks)} "
+            raise keel.BackendError(f"local: a worker process died ({e}); {tally.done} of {tally.total} "
                                     "tasks had finished") from None
         except KeyboardInterrupt:
             self._abort(futures)
-            raise Cancelled(done, len(tasks)) from None
+            raise tally.cancelled() from None
         except JobTimeout:
             self._abort(futures)
             raise
@@ -178,8 +221,9 @@ class DaskExecutor(Executor):
 
     name = "dask"
 
-    def __init__(self, address, connect_timeout=DEFAULT_CONNECT_TIMEOUT, timeout=None, retries=3):
-        super().__init__(timeout)
+    def __init__(self, address, connect_timeout=DEFAULT_CONNECT_TIMEOUT, timeout=None, retries=3,
+                 batch=None):
+        super().__init__(timeout, batch)
         try:
             import distributed
         except ImportError:
@@ -205,29 +249,30 @@ class DaskExecutor(Executor):
         except Exception:  # noqa: BLE001  (closing a client to a dead scheduler)
             pass
 
-    def _run(self, tasks, progress):
+    def _slots(self):
+        workers = self._client.scheduler_info().get("workers", {})
+        return max(1, sum(w.get("nthreads", 1) for w in workers.values()))
+
+    def _run(self, units, tally):
         import distributed
 
         cancelled = getattr(distributed.client, "FutureCancelledError", distributed.client.CancelledError)
         futures = [self._client.submit(_tasks.run, t.function, t.kwargs, key=t.key, pure=False,
-                                       retries=self.retries) for t in tasks]
+                                       retries=self.retries) for t in units]
         deadline = self._deadline()
-        done = 0
         try:
-            pending = set(futures)
+            pending = set(range(len(futures)))
             while pending:
-                finished = {f for f in pending if f.done()}
-                pending -= finished
-                done += len(finished)
-                if finished:
-                    progress(done, len(tasks))
-                else:
+                finished = [i for i in pending if futures[i].done()]
+                pending.difference_update(finished)
+                tally.finished(finished)
+                if not finished:
                     time.sleep(0.05)
-                self._check(deadline, done, len(tasks))
+                self._check(deadline, tally)
             return self._client.gather(futures)
         except KeyboardInterrupt:
             self._client.cancel(futures)
-            raise Cancelled(done, len(tasks)) from None
+            raise tally.cancelled() from None
         except JobTimeout:
             self._client.cancel(futures)
             raise
@@ -240,8 +285,8 @@ class CeleryExecutor(Executor):
 
     name = "celery"
 
-    def __init__(self, broker, connect_timeout=DEFAULT_CONNECT_TIMEOUT, timeout=None):
-        super().__init__(timeout)
+    def __init__(self, broker, connect_timeout=DEFAULT_CONNECT_TIMEOUT, timeout=None, batch=None):
+        super().__init__(timeout, batch)
         try:
             from . import celery_app
         except ImportError:
@@ -259,7 +304,10 @@ class CeleryExecutor(Executor):
         except (redis.exceptions.RedisError, OSError, ValueError) as e:
             raise ClusterError(f"celery: cannot reach the Redis broker at {broker} within "
                                f"{connect_timeout:g} s ({type(e).__name__})") from None
-        self._app = celery_app.make_app(broker)
+        try:
+            self._app = celery_app.make_app(broker)
+        except ValueError as e:
+            raise ClusterError(f"celery: {e}") from None
         replies = self._app.control.ping(timeout=min(connect_timeout, 2.0))
         deadline = time.monotonic() + connect_timeout
         while not replies and time.monotonic() < deadline:
@@ -268,6 +316,8 @@ class CeleryExecutor(Executor):
             raise ClusterError(f"celery: no worker answered on {broker} within {connect_timeout:g} s "
                                "(start one: celery -A keel.dist.celery_app worker)")
         self.workers = len(replies)
+        stats = self._app.control.inspect(timeout=min(connect_timeout, 2.0)).stats() or {}
+        self.processes = sum(s.get("pool", {}).get("max-concurrency", 1) for s in stats.values()) or self.workers
 
     def describe(self):
         return f"celery ({self.broker})"
@@ -275,17 +325,23 @@ class CeleryExecutor(Executor):
     def close(self):
         self._app.close()
 
-    def _run(self, tasks, progress):
+    def _slots(self):
+        return self.processes
+
+    def _run(self, tasks, tally):
+        # Celery ids are the tasks' keys and this run's nonce: a revoked id stays revoked in
+        # the workers, so a job cancelled and started again must not reuse it; a result is
+        # read once and deleted.
+        nonce = secrets.token_hex(4)
+        ids = [f"{t.key}-{nonce}" for t in tasks]
         backend = self._app.backend
-        keys = [backend.get_key_for_task(t.key) for t in tasks]
-        backend.client.delete(*keys)  # a stale result under a key from an earlier run is not this run's
-        for t in tasks:
-            self._app.send_task("keel.dist.run", args=[t.function, t.kwargs], task_id=t.key)
+        keys = [backend.get_key_for_task(i) for i in ids]
         results = [None] * len(tasks)
         deadline = self._deadline()
         pending = list(range(len(tasks)))
-        done = 0
         try:
+            for t, task_id in zip(tasks, ids):
+                self._app.send_task("keel.dist.run", args=[t.function, t.kwargs], task_id=task_id)
             while pending:
                 raw = backend.client.mget([keys[i] for i in pending])
                 still = []
@@ -299,28 +355,28 @@ class CeleryExecutor(Executor):
                     else:
                         results[i] = meta["result"]
                 if len(still) < len(pending):
-                    done += len(pending) - len(still)
-                    progress(done, len(tasks))
+                    tally.finished(sorted(set(pending) - set(still)))
                 else:
                     time.sleep(0.05)
                 pending = still
-                self._check(deadline, done, len(tasks))
+                self._check(deadline, tally)
             return results
-        except (KeyboardInterrupt, JobTimeout) as e:
-            self._app.control.revoke([tasks[i].key for i in pending])
-            if isinstance(e, KeyboardInterrupt):
-                raise Cancelled(done, len(tasks)) from None
-            raise
+        except KeyboardInterrupt:
+            raise tally.cancelled() from None
+        finally:
+            if pending:
+                self._app.control.revoke([ids[i] for i in pending])
+            backend.client.delete(*keys)
 
 
-def executor(url=None, workers=None, connect_timeout=DEFAULT_CONNECT_TIMEOUT, timeout=None):
+def executor(url=None, workers=None, connect_timeout=DEFAULT_CONNECT_TIMEOUT, timeout=None, batch=None):
     """The executor a URL names: None/"local" (or "local:N"), "serial", "dask://HOST:PORT",
     "celery://redis://HOST:PORT/DB". None reads KEEL_CLUSTER, else the local backend with
-    `workers` processes."""
+    `workers` processes. `batch`: tasks per unit sent (default: see Batches above)."""
     if url is None:
         url = os.environ.get("KEEL_CLUSTER") or "local"
     if url == "serial":
-        return SerialExecutor(timeout=timeout)
+        return SerialExecutor(timeout=timeout, batch=batch)
     if url == "local" or url.startswith("local:"):
         n = workers
         if url.startswith("local:"):
@@ -328,10 +384,12 @@ def executor(url=None, workers=None, connect_timeout=DEFAULT_CONNECT_TIMEOUT, ti
                 n = int(url[6:])
             except ValueError:
                 raise ClusterError(f"bad cluster URL {url!r}: expected local:N") from None
-        return LocalExecutor(n, timeout=timeout)
+        return LocalExecutor(n, timeout=timeout, batch=batch)
     if url.startswith("dask://"):
-        return DaskExecutor(url[len("dask://"):], connect_timeout=connect_timeout, timeout=timeout)
+        return DaskExecutor(url[len("dask://"):], connect_timeout=connect_timeout, timeout=timeout,
+                            batch=batch)
     if url.startswith("celery://"):
-        return CeleryExecutor(url[len("celery://"):], connect_timeout=connect_timeout, timeout=timeout)
+        return CeleryExecutor(url[len("celery://"):], connect_timeout=connect_timeout, timeout=timeout,
+                              batch=batch)
     raise ClusterError(f"bad cluster URL {url!r}: expected local, local:N, serial, dask://HOST:PORT "
                        "or celery://redis://HOST:PORT/DB")

@@ -9,6 +9,10 @@ re-run it after a worker died, and two equal tasks may share one result.
 run() never raises for a task's own failure: a keel error on the task's input (a malformed
 snapshot) comes back as {"error": "ParseError: file:line:col: ..."} so the job can report it
 by input and finish the rest.
+
+A batch is several tasks sent as one (batches()): a backend whose every task costs a
+scheduler or broker round trip (Dask, Celery: milliseconds) sends short tasks a batch at a
+time. A batch's key is a hash of its tasks' keys, its result the list of their results.
 """
 
 import hashlib
@@ -61,6 +65,38 @@ def run(function, kwargs):
         return fn(**kwargs)
     except (keel.Error, OSError, ValueError) as e:
         return {"error": f"{type(e).__name__}: {e}"}
+
+
+BATCH = "keel.dist.tasks:batch"
+
+
+def batch(tasks):
+    """Several tasks, given as [function, kwargs] pairs, run in order: their results."""
+    return [run(function, kwargs) for function, kwargs in tasks]
+
+
+def batches(tasks, size):
+    """`tasks` in order, `size` at a time, each group as one batch task (a group of one stays
+    the task itself): (units, sizes), for unbatch()."""
+    units, sizes = [], []
+    for i in range(0, len(tasks), max(1, size)):
+        group = tasks[i:i + max(1, size)]
+        sizes.append(len(group))
+        if len(group) == 1:
+            units.append(group[0])
+            continue
+        units.append(Task(task_key(BATCH, keys=[t.key for t in group]), BATCH,
+                          {"tasks": [[t.function, t.kwargs] for t in group]}, label=group[0].label))
+    return units, sizes
+
+
+def unbatch(sizes, results):
+    """The tasks' results from their units' (batches() order). A batch that failed as a whole
+    (it named a function that is not a task) gives its error to each of its tasks."""
+    out = []
+    for n, r in zip(sizes, results):
+        out.extend(r if n > 1 and isinstance(r, list) else [r] * n)
+    return out
 
 
 def sleep(seconds=0.0, value=None):
