@@ -92,6 +92,9 @@ PYBIND11_MODULE(_keel, m) {
         // Python and C++ write to the same descriptors: flush Python's buffers first.
         pybind11::module_::import("sys").attr("stdout").attr("flush")();
         pybind11::module_::import("sys").attr("stderr").attr("flush")();
+        // Commands that start ranks start `python3 -m keel` again, not the interpreter alone.
+        std::vector<std::string> program{
+            pybind11::module_::import("sys").attr("executable").cast<std::string>(), "-m", "keel"};
         std::vector<std::string> storage{"keel"};
         storage.insert(storage.end(), args.begin(), args.end());
         std::vector<char*> argv;
@@ -100,7 +103,8 @@ PYBIND11_MODULE(_keel, m) {
         int code = 0;
         {
           pybind11::gil_scoped_release release;
-          code = keel::cli::run_keel(static_cast<int>(storage.size()), argv.data());
+          code = keel::cli::run_keel(static_cast<int>(storage.size()), argv.data(),
+                                     std::move(program));
           std::cout.flush();
           std::cerr.flush();
         }

@@ -39,6 +39,20 @@ def test_routing():
     assert not cli.wants(["mem", "advise", "a.pickle", "--json"])
     assert not cli.wants(["rand", "normal", "--count", "4"])
     assert not cli.wants(["mem", "replay", "a.pickle", "--cluster", "x"])
+    assert cli.wants(["comm", "verify", "-N", "2", "--cluster", "local"])
+    assert cli.wants(["rand", "verify", "--workers=2"])
+    assert not cli.wants(["comm", "verify", "-N", "2"]) and not cli.wants(["rand", "verify", "--shards", "2"])
+
+
+def test_comm_verify_matrix_on_the_command_line():
+    r = py_keel("comm", "verify", "-N", "1-2", "--transport", "shm,tcp", "--max-bytes", "4K", "--workers", "2",
+                "--no-progress")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[:3] == [f"{n} ranks, {t}: 210 cases, 0 differ" for n, t in ((1, "none"), (2, "shm"), (2, "tcp"))]
+    assert lines[-1] == "total: 630 cases, 0 differ, 0 could not run"
+    bad = py_keel("comm", "verify", "-N", "0", "--workers", "2")
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "each from 1 to 64" in bad.stderr
 
 
 def test_json_equals_the_library_document(fleet):

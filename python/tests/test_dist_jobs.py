@@ -101,3 +101,25 @@ def test_rand_verify_matrix_is_the_same_serially_and_locally(local):
     assert [c["generator"] for c in serial["cases"]] == ["philox4_32_10", "sobol32"]
     assert serial["failed_cases"] == 0 and serial["total_cases"] > 0
     assert json.dumps(verify.rand_verify(executor=local, **kw)) == json.dumps(serial)
+
+
+def test_comm_verify_matrix_is_the_same_serially_and_locally(local):
+    from keel.dist import verify
+
+    kw = dict(ranks="1-3", transports="shm,tcp", max_bytes="64K")
+    serial = verify.comm_verify(**kw)
+    assert serial["errors"] == []
+    assert [(c["ranks"], c["requested_transport"]) for c in serial["cases"]] == [
+        (1, "shm"), (2, "shm"), (2, "tcp"), (3, "shm"), (3, "tcp")]
+    assert [c["transport"] for c in serial["cases"]] == ["none", "shm", "tcp", "shm", "tcp"]
+    assert serial["failed_cases"] == 0 and serial["total_cases"] > 5 * 100
+    assert json.dumps(verify.comm_verify(executor=local, **kw)) == json.dumps(serial)
+
+
+@pytest.mark.parametrize("kw, message", [(dict(ranks="0"), "each from 1 to 64"), (dict(ranks="2-x"), "bad rank"),
+                                         (dict(transports="udp"), "unknown transport")])
+def test_comm_verify_rejects_bad_options_before_any_task(kw, message):
+    from keel.dist import verify
+
+    with pytest.raises(keel.InvalidArgument, match=message):
+        verify.comm_tasks(**kw)

@@ -1,5 +1,6 @@
 """The package itself: errors, python3 -m keel, and the three ways to install it."""
 
+import json
 import os
 import pathlib
 import shutil
@@ -30,6 +31,15 @@ def test_python_m_keel_is_the_cli(keel_exe, args):
     assert py.returncode == native.returncode
     assert py.stdout == native.stdout
     assert py.stderr == native.stderr
+
+
+def test_python_m_keel_starts_its_ranks_as_python_m_keel():
+    # comm verify runs its ranks by starting the command line again: python3 -m keel, not keel.
+    r = subprocess.run([sys.executable, "-m", "keel", "comm", "verify", "-N", "2", "--max-bytes", "4K", "--json"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["ranks"] == 2 and doc["cases"] > 100 and doc["failed"] == []
 
 
 def _build_dir():

@@ -19,7 +19,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <iterator>
 #include <random>
 #include <sstream>
@@ -353,15 +352,6 @@ std::string self_executable() {
   const auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (ec) throw keel::io_error("cannot find the keel executable (/proc/self/exe)");
   return p.string();
-}
-
-std::vector<std::string> self_arguments() {
-  std::ifstream in("/proc/self/cmdline", std::ios::binary);
-  std::vector<std::string> args;
-  std::string arg;
-  while (std::getline(in, arg, '\0')) args.push_back(arg);
-  if (!args.empty()) args.erase(args.begin());
-  return args;
 }
 
 std::vector<std::string> without_option(std::vector<std::string> args,

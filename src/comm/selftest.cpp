@@ -357,18 +357,25 @@ std::vector<test_case> case_matrix(int size, bool full, std::size_t max_bytes) {
           ops.assign(std::begin(k_all_reduce_ops), std::end(k_all_reduce_ops));
         else
           ops.push_back(k_all_reduce_ops[rotate % 5]);
+        const bool per_rank = c == collective::reduce_scatter || c == collective::allgather ||
+                              c == collective::alltoall;
+        const auto count_of = [&](std::size_t n) {
+          return per_rank && n > 1 ? std::max<std::size_t>(1, n / size) : n;
+        };
+        // The sizes whose buffers fit max_bytes (0 always does); the rotated slice picks
+        // among these, so a small max_bytes narrows the sizes, not the matrix.
+        std::vector<std::size_t> fitting;
+        for (std::size_t n : counts)
+          if (count_of(n) * dtype_size(t) * (per_rank ? size : 1) <= max_bytes)
+            fitting.push_back(n);
         for (reduce_op op : ops) {
           std::vector<std::size_t> sizes;
           if (full)
-            sizes = counts;
+            sizes = fitting;
           else
-            sizes.push_back(counts[rotate % counts.size()]);
+            sizes.push_back(fitting[rotate % fitting.size()]);
           for (std::size_t n : sizes) {
-            std::size_t count = n;
-            const bool per_rank = c == collective::reduce_scatter || c == collective::allgather ||
-                                  c == collective::alltoall;
-            if (per_rank && count > 1) count = std::max<std::size_t>(1, count / size);
-            if (count * dtype_size(t) * (per_rank ? size : 1) > max_bytes) continue;
+            const std::size_t count = count_of(n);
             test_case tc;
             tc.coll = c;
             tc.algo = a;

@@ -71,6 +71,19 @@ INSTANTIATE_TEST_SUITE_P(
       return fmt::format("{}ranks_{}", info.param.ranks, to_string(info.param.kind));
     });
 
+TEST(CommCaseMatrix, ASmallMaxBytesNarrowsTheSizesNotTheMatrix) {
+  // A size that does not fit is replaced by one that does: --max-bytes 4K once gave 4 cases.
+  for (const std::size_t max_bytes : {std::size_t{0}, std::size_t{4096}, std::size_t{1} << 20}) {
+    const auto cases = case_matrix(3, false, max_bytes);
+    EXPECT_EQ(cases.size(), case_matrix(3, false, 1 << 20).size()) << max_bytes;
+    for (const test_case& t : cases) {
+      const bool per_rank = t.coll == collective::reduce_scatter ||
+                            t.coll == collective::allgather || t.coll == collective::alltoall;
+      EXPECT_LE(t.count * dtype_size(t.type) * (per_rank ? 3 : 1), max_bytes) << describe(t);
+    }
+  }
+}
+
 TEST(CommCollectives, LargeRingAllreduceOverManyChunks) {
   // 4 MiB of floats, 64 KiB chunks, 2 slots: the pipeline wraps the rings many times.
   options o = quick(transport::shm);

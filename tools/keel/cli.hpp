@@ -30,8 +30,18 @@ inline constexpr int k_exit_usage = 2;
 // Parses argv and runs the selected command; never throws, never aborts.
 int run(CLI::App& app, int argc, char** argv);
 
-// The whole `keel` command line (every group) on argv; returns the exit code.
-int run_keel(int argc, char** argv);
+// The whole `keel` command line (every group) on argv; returns the exit code. `program` is
+// the command that starts keel again (for `python3 -m keel`: the interpreter, "-m", "keel");
+// empty: this executable.
+int run_keel(int argc, char** argv, std::vector<std::string> program = {});
+
+// The command line being run: `program` runs keel again (commands that start ranks re-run
+// it), `args` are the arguments run_keel was given (without the program name).
+struct invocation {
+  std::vector<std::string> program;
+  std::vector<std::string> args;
+};
+const invocation& this_invocation();
 
 // Ends the running command with `code` and nothing more on stderr: for a command that has
 // already reported its outcome (a failed check, a job's exit code). run() returns the code.

@@ -34,7 +34,7 @@ std::chrono::milliseconds millis(double seconds) {
 
 // Re-runs this program with `args` as `ranks` local ranks; returns the job's exit code.
 int relaunch(int ranks, const std::vector<std::string>& args, bool bind = true) {
-  std::vector<std::string> argv{self_executable()};
+  std::vector<std::string> argv = this_invocation().program;
   argv.insert(argv.end(), args.begin(), args.end());
   return run_local_job(ranks, argv, bind, millis(10));
 }
@@ -207,7 +207,7 @@ void add_bench(CLI::App* group) {
     parse_bind(bind);
     if (ranks > 0 && !launched_rank()) {
       // The children run this command line without -N, as ranks.
-      const auto args = without_option(self_arguments(), "-N", "--ranks");
+      const auto args = without_option(this_invocation().args, "-N", "--ranks");
       if (const int code = relaunch(ranks, args, parse_bind(bind)); code != 0) exit_quietly(code);
       return;
     }
@@ -272,8 +272,9 @@ void add_faults(CLI::App* group) {
   add_json_flag(cmd, json);
   cmd->callback([] {
     parse_transport(o.transport);
-    o.worker = {self_executable(), "comm", "fault-worker", "--timeout",
-                fmt::format("{}", o.timeout_s)};
+    o.worker = this_invocation().program;
+    o.worker.insert(o.worker.end(),
+                    {"comm", "fault-worker", "--timeout", fmt::format("{}", o.timeout_s)});
     const fault_summary f = run_fault_trials(o, [](const fault_trial& t) {
       if (!json) print_trial(t);
     });

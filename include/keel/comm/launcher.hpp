@@ -98,8 +98,6 @@ int run_local_job(int ranks, const std::vector<std::string>& argv, bool bind,
 
 // The path of the running executable (/proc/self/exe); throws keel::io_error without one.
 std::string self_executable();
-// This process's argv[1..] as it was started (/proc/self/cmdline).
-std::vector<std::string> self_arguments();
 // `args` without the first occurrence of an option and its value: "-N 4", "--ranks 4",
 // "--ranks=4" or "-N4" for short "-N" and long "--ranks".
 std::vector<std::string> without_option(std::vector<std::string> args,

@@ -3,10 +3,13 @@
     python3 -m keel mem advise DIR|GLOB|FILE... [--cluster URL] [--workers N] [--json]
     python3 -m keel kv sweep TRACE... [--capacities ...] [--policies ...] [--cluster URL]
     python3 -m keel rand normal --count N --shards K [--out FILE.npy|DIR] [--cluster URL]
+    python3 -m keel rand verify [--generator G,G] [--random-seeds S,S] [--full] --cluster URL
+    python3 -m keel comm verify [-N 1-8] [--transport shm,tcp] [--full] --cluster URL
 
-`python3 -m keel` hands a command here when it has --cluster, --workers or --shards, when
-KEEL_CLUSTER is set, or (mem advise, kv sweep) when it names more than one input or a
-directory; everything else goes to keel's own command line. URLs: local (default), local:N,
+`python3 -m keel` hands a command here when it has --cluster, --workers or --shards (the
+verify matrices: --cluster or --workers), when KEEL_CLUSTER is set, or (mem advise, kv sweep)
+when it names more than one input or a directory; everything else goes to keel's own command
+line. A verify matrix exits 1 when a case differs or could not run. URLs: local (default), local:N,
 serial, dask://HOST:PORT, celery://redis://HOST:PORT/DB. A progress bar (tasks done/total,
 rate, ETA) goes to stderr on a terminal, plain lines otherwise (--no-progress: none). Exit
 codes: 0; 1 when some inputs failed (each named on stderr, the rest in the result); 2 for a
@@ -21,7 +24,7 @@ import sys
 
 import keel
 
-from . import executors, kv, mem, rand
+from . import executors, kv, mem, rand, verify
 from .progress import Progress
 
 _RAND = {"uniform": ("uniform", "float32"), "uniform-double": ("uniform", "float64"),
@@ -35,13 +38,16 @@ def wants(argv):
     if len(argv) < 2:
         return False
     cmd = tuple(argv[:2])
-    if cmd not in (("mem", "advise"), ("kv", "sweep")) and not (argv[0] == "rand" and argv[1] in _RAND):
+    matrix = cmd in (("rand", "verify"), ("comm", "verify"))
+    if cmd not in (("mem", "advise"), ("kv", "sweep")) and not (argv[0] == "rand" and argv[1] in _RAND) \
+            and not matrix:
         return False
-    if any(a in _FLAGS or a.split("=", 1)[0] in _FLAGS for a in argv[2:]):
+    flags = ("--cluster", "--workers") if matrix else _FLAGS
+    if any(a in flags or a.split("=", 1)[0] in flags for a in argv[2:]):
         return True
     if os.environ.get("KEEL_CLUSTER"):
         return True
-    if cmd[0] == "rand":
+    if cmd[0] == "rand" or matrix:
         return False
     positional = [a for a in argv[2:] if not a.startswith("-")]
     return len(positional) > 1 or any(os.path.isdir(a) for a in positional)
@@ -92,6 +98,19 @@ def _parser():
         q.add_argument("--shards", type=int, default=16)
         q.add_argument("--out", default=None, help="FILE.npy (one file) or a directory of shard-NNNNN.npy")
         _common(q)
+    q = r.add_parser("verify", help="keel against libcurand, one task per generator (and random seed)")
+    q.add_argument("--generator", default=None, help="generators, comma-separated (default: all)")
+    q.add_argument("--length", type=int, default=None, help="values per case")
+    q.add_argument("--random-seeds", default=None, help="random seeds of the matrix, comma-separated")
+    q.add_argument("--full", action="store_true", help="the full matrix")
+    _common(q)
+    c = sub.add_parser("comm").add_subparsers(dest="cmd", required=True).add_parser(
+        "verify", help="every collective x algorithm x dtype, one task per rank count and transport")
+    c.add_argument("-N", "--ranks", default=None, help="rank counts, e.g. 1-4 or 2,8 (default 1-4; --full 1-8)")
+    c.add_argument("--transport", default="auto", help="transports, comma-separated: auto, shm, tcp")
+    c.add_argument("--full", action="store_true", help="every reduction and size")
+    c.add_argument("--max-bytes", default=None, help="largest buffer (default 1M; --full 64M)")
+    _common(c)
     return top
 
 
@@ -117,6 +136,23 @@ def _print_advise(doc, out):
                   "in total\n")
 
 
+def _seeds(text):
+    if text is None:
+        return (None,)
+    try:
+        return [int(x) for x in text.split(",")]
+    except ValueError:
+        raise keel.InvalidArgument(f"--random-seeds: expected whole numbers, comma-separated, not {text!r}") from None
+
+
+def _print_verify(doc, out):
+    for c in doc["cases"]:
+        what = c["generator"] if "generator" in c else f"{c['ranks']} ranks, {c['transport']}"
+        failed = c["failed_cases"] if "failed_cases" in c else len(c["failed"])
+        out.write(f"{what}: {c['cases']} cases, {failed} differ\n")
+    out.write(f"total: {doc['total_cases']} cases, {doc['failed_cases']} differ, {len(doc['errors'])} could not run\n")
+
+
 def _print_sweep(doc, out):
     for t in doc["traces"]:
         out.write(f"{t['trace']}\n")
@@ -135,6 +171,12 @@ def main(argv):
             bar = None if a.no_progress else Progress(f"{a.group} {a.cmd}")
             if a.group == "mem":
                 doc = mem.advise(a.inputs, executor=ex, capacity=a.capacity, progress=bar)
+            elif a.cmd == "verify" and a.group == "rand":
+                doc = verify.rand_verify(a.generator, a.length, _seeds(a.random_seeds), a.full, executor=ex,
+                                         progress=bar)
+            elif a.cmd == "verify":
+                ranks = a.ranks or ("1-8" if a.full else "1-4")
+                doc = verify.comm_verify(ranks, a.transport, a.full, a.max_bytes, executor=ex, progress=bar)
             elif a.group == "kv":
                 doc = kv.sweep(a.inputs, a.capacities, a.policies, a.block_size, a.index, a.hold,
                                executor=ex, progress=bar)
@@ -144,16 +186,19 @@ def main(argv):
                                     a.mean, a.stddev, executor=ex, progress=bar)
         if bar:
             bar.close()
-        if a.json or a.group == "rand":
-            json.dump(doc, sys.stdout, indent=None if a.group == "rand" else 2)
+        shards = a.group == "rand" and a.cmd != "verify"
+        if a.json or shards:
+            json.dump(doc, sys.stdout, indent=None if shards else 2)
             sys.stdout.write("\n")
+        elif a.cmd == "verify":
+            _print_verify(doc, sys.stdout)
         elif a.group == "mem":
             _print_advise(doc, sys.stdout)
         else:
             _print_sweep(doc, sys.stdout)
         for e in doc.get("errors", []):
-            sys.stderr.write(f"keel: {e['file']}: {e['error']}\n")
-        return 1 if doc.get("errors") else 0
+            sys.stderr.write(f"keel: {e.get('file') or e['case']}: {e['error']}\n")
+        return 1 if doc.get("errors") or doc.get("failed_cases") else 0
     except executors.Cancelled as e:
         if bar:
             bar.close()
