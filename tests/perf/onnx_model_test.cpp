@@ -119,8 +119,8 @@ TEST(OnnxModel, CeilingsOverheadAndCacheLevelsShapeTheTime) {
   // A GB/s ceiling caps the bandwidth of its class: MaxPool's 10 KiB at 0.001 GB/s.
   gpu_spec slow_pool = toy;
   slow_pool.ceilings_gbs["pool"] = 0.001;
-  const onnx_node_cost& pool =
-      *by_name(analyze_onnx(data_dir + "tiny.onnx", slow_pool)).at("/MaxPool");
+  const onnx_report slow = analyze_onnx(data_dir + "tiny.onnx", slow_pool);
+  const onnx_node_cost& pool = *by_name(slow).at("/MaxPool");
   EXPECT_EQ(pool.peak_key, "ceiling:pool");
   EXPECT_EQ(pool.point.limit, bound::memory);
   EXPECT_NEAR(pool.point.seconds, 4.0 * (2048 + 512) / 1e6, 1e-12);
