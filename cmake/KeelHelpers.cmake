@@ -35,6 +35,21 @@ function(keel_add_module name)
     LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 endfunction()
 
+# keel_precompile(TARGET HEADER ...): with KEEL_PCH, TARGET's sources see these (system)
+# headers precompiled: the sanitizer presets, whose every test TU would parse GoogleTest,
+# nlohmann-json and fmt again, build much faster. The headers are included first in every
+# source of the target, so they must not depend on what a source defines before them.
+function(keel_precompile target)
+  if(KEEL_PCH)
+    target_precompile_headers(${target} PRIVATE ${ARGN})
+  endif()
+endfunction()
+
+# keel_precompile_tests(TARGET): keel_precompile with the headers every GoogleTest suite uses.
+function(keel_precompile_tests target)
+  keel_precompile_tests(${target})
+endfunction()
+
 # keel_add_module_tests(MODULE [LIBS ...] [LABELS ...] [SOURCES ...])
 # One GoogleTest executable per module (tests/MODULE/*_test.cpp by default), each test
 # registered with CTest and labelled with the module name. Tests see KEEL_SOURCE_DIR and
@@ -50,6 +65,7 @@ function(keel_add_module_tests module)
   set(target keel_${module}_tests)
   add_executable(${target} ${ARG_SOURCES})
   target_link_libraries(${target} PRIVATE keel::${module} ${ARG_LIBS} GTest::gtest GTest::gtest_main)
+  keel_precompile_tests(${target})
   target_compile_definitions(${target} PRIVATE
     KEEL_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
     KEEL_SHARED_DIR="${PROJECT_SOURCE_DIR}/../shared"
