@@ -47,7 +47,7 @@ endfunction()
 
 # keel_precompile_tests(TARGET): keel_precompile with the headers every GoogleTest suite uses.
 function(keel_precompile_tests target)
-  keel_precompile_tests(${target})
+  keel_precompile(${target} <gtest/gtest.h> <nlohmann/json.hpp> <fmt/format.h> <string> <vector>)
 endfunction()
 
 # keel_add_module_tests(MODULE [LIBS ...] [LABELS ...] [SOURCES ...])
