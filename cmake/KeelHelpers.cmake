@@ -45,8 +45,10 @@ function(keel_precompile target)
   endif()
 endfunction()
 
-# keel_precompile_tests(TARGET): keel_precompile with the headers every GoogleTest suite uses.
-function(keel_precompile_tests target)
+# keel_test_target(TARGET): what every GoogleTest program gets: KEEL_TEST_COMPILE_OPTIONS and
+# keel_precompile with the headers every suite uses.
+function(keel_test_target target)
+  target_compile_options(${target} PRIVATE ${KEEL_TEST_COMPILE_OPTIONS})
   keel_precompile(${target} <gtest/gtest.h> <nlohmann/json.hpp> <fmt/format.h> <string> <vector>)
 endfunction()
 
@@ -65,7 +67,7 @@ function(keel_add_module_tests module)
   set(target keel_${module}_tests)
   add_executable(${target} ${ARG_SOURCES})
   target_link_libraries(${target} PRIVATE keel::${module} ${ARG_LIBS} GTest::gtest GTest::gtest_main)
-  keel_precompile_tests(${target})
+  keel_test_target(${target})
   target_compile_definitions(${target} PRIVATE
     KEEL_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
     KEEL_SHARED_DIR="${PROJECT_SOURCE_DIR}/../shared"
