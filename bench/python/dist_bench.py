@@ -9,7 +9,8 @@ advise: the fleet mem advise job (every snapshot x every candidate) on each back
 everywhere (local:2; a Dask scheduler with two 1-thread workers; one Celery worker with a
 prefork pool of 2), the services started here on loopback and already connected; one warm-up
 run, then the best of 3; every document compared byte for byte with the serial one. Dask and
-Celery run it twice: in their default batches and task by task (batch=1).
+Celery run it twice: in their default batches and task by task (batch=1). The line above the
+table gives the machine's own ceiling: a CPU-bound loop in two processes against serially.
 overhead: 400 empty tasks per backend, (wall time) / tasks, task by task and in default batches. faults: TRIALS (default 10) jobs per
 backend, each with one worker process killed (SIGKILL) after a random number of finished
 tasks (seeded): one of the Dask workers, a Celery pool process, and the Celery worker's main
@@ -54,6 +55,25 @@ def services():
     return DaskCluster(workers=2), CeleryCluster(concurrency=2)
 
 
+def _spin(n):
+    s = 0
+    for i in range(n):
+        s += i * i
+    return s
+
+
+def ceiling(n=8_000_000, repeats=3):
+    """What this machine gives two processes: a CPU-bound loop, twice serially against once in
+    each of two processes (the upper bound of any 2-worker speed-up here)."""
+    import multiprocessing
+
+    serial, _ = best(lambda: [_spin(n), _spin(n)], repeats)
+    with multiprocessing.get_context("spawn").Pool(2) as pool:
+        pool.map(_spin, [10, 10])
+        two, _ = best(lambda: pool.map(_spin, [n, n]), repeats)
+    return serial / two
+
+
 def advise(traces):
     n_tasks = len(keel.dist.mem.tasks(keel.dist.mem.expand(traces)))
     dask, celery = services()
@@ -73,7 +93,8 @@ def advise(traces):
             ref = ref or s
             rows.append((url.split(":")[0], size, t, start, s == ref))
         serial = rows[0][2]
-        print(f"fleet mem advise: {len(keel.dist.mem.expand(traces))} snapshots, {n_tasks} tasks")
+        print(f"fleet mem advise: {len(keel.dist.mem.expand(traces))} snapshots, {n_tasks} tasks; "
+              f"this machine's ceiling for 2 processes (a CPU-bound loop): {ceiling():.2f}x")
         print("| backend | tasks per batch | job (s) | vs serial | executor start (s) | byte-identical |")
         print("|---|---:|---:|---:|---:|---|")
         for name, size, t, start, same in rows:

@@ -9,12 +9,12 @@ once). progress(done, total) is called as tasks finish. Ctrl-C (KeyboardInterrup
 the outstanding tasks and raises Cancelled, which says how many had finished.
 
 Batches: Dask and Celery spend milliseconds of scheduler or broker round trips on every task,
-as long as a short replay, so a job of many tasks goes to them in batches (keel.dist.tasks.
-batches): by default about BATCHES_PER_SLOT batches per worker thread or process, few enough
-to pay the round trips rarely and enough to keep every worker busy to the end (`batch=N`
-sets the tasks per batch; 1 sends every task alone). A job with at most that many tasks per
-slot (rand's shards) is sent task by task. Serial and local runs are not batched (a local
-task costs a fraction of a millisecond).
+as long as a short replay, and every worker process that sees a task of a file loads that
+file, so a job of many tasks goes to the backends in batches of consecutive tasks (keel.dist.
+tasks.batches): by default about BATCHES_PER_SLOT batches per worker thread or process, few
+enough to pay the round trips and loads rarely, enough to keep every worker busy to the end
+(`batch=N` sets the tasks per batch; 1 sends every task alone). A job with at most that many
+tasks per slot (rand's shards) is sent task by task. Serial runs are not batched.
 
 Backends:
     serial        in this process, one after another (the reference every backend equals)
@@ -173,6 +173,9 @@ class LocalExecutor(Executor):
     def describe(self):
         return f"local ({self.workers} workers)"
 
+    def _slots(self):
+        return self.workers
+
     def close(self):
         self._pool.shutdown(wait=True, cancel_futures=True)
 
@@ -201,7 +204,7 @@ class LocalExecutor(Executor):
             while pending:
                 finished, pending = concurrent.futures.wait(
                     pending, timeout=0.2, return_when=concurrent.futures.FIRST_COMPLETED)
-                tally.finished([index[f] for f in finished])
+                tally.finished([index[f] for f in finished if f.exception() is None])
                 self._check(deadline, tally)
             return [f.result() for f in futures]
         except concurrent.futures.process.BrokenProcessPool as e:
@@ -271,13 +274,13 @@ class DaskExecutor(Executor):
                 self._check(deadline, tally)
             return self._client.gather(futures)
         except KeyboardInterrupt:
-            self._client.cancel(futures)
             raise tally.cancelled() from None
-        except JobTimeout:
-            self._client.cancel(futures)
-            raise
         except cancelled as e:
             raise ClusterError(f"dask: a task was cancelled by the scheduler ({e})") from None
+        finally:
+            # Outstanding tasks stop, finished results leave the workers' memory: the next run
+            # computes again instead of finding a result that happens not to be released yet.
+            self._client.cancel(futures)
 
 
 class CeleryExecutor(Executor):
