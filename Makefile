@@ -36,8 +36,11 @@ test-tsan:
 	$(MAKE) test PRESET=tsan
 
 # CI's sanitizer stage: every unit test and the hostile sweep under ASan+UBSan (the debug
-# preset; its test preset leaves out the gpu, install, slow, browser and python labels), then
-# the memory and comm tests under ThreadSanitizer (only what they need is built).
+# preset; its test preset leaves out the gpu, install, slow, browser and python labels and
+# four random tests that repeat, at volume, what others check: golden answers, thread and SIMD
+# independence, the MT19937 polynomial), then the memory and comm tests under ThreadSanitizer
+# (only what they need is built; the single-threaded randomized conformance sequences and
+# trace analyses, 65% of TSan's test time, are left to the other builds).
 sanitize:
 	$(MAKE) test PRESET=debug
 	$(MAKE) configure PRESET=tsan
