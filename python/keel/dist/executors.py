@@ -280,7 +280,10 @@ class DaskExecutor(Executor):
         finally:
             # Outstanding tasks stop, finished results leave the workers' memory: the next run
             # computes again instead of finding a result that happens not to be released yet.
-            self._client.cancel(futures)
+            try:
+                self._client.cancel(futures)
+            except Exception:  # noqa: BLE001  (a scheduler that is gone has nothing to release)
+                pass
 
 
 class CeleryExecutor(Executor):
