@@ -39,12 +39,13 @@ test-tsan:
 # preset; its test preset leaves out the gpu, install, slow, browser and python labels and
 # four random tests that repeat, at volume, what others check: golden answers, thread and SIMD
 # independence, the MT19937 polynomial), then the memory and comm tests under ThreadSanitizer
-# (only what they need is built; the single-threaded randomized conformance sequences and
+# (only their two test programs are built, not the CLI: the tests that start the keel
+# executable or other programs, and the single-threaded randomized conformance sequences and
 # trace analyses, 65% of TSan's test time, are left to the other builds).
 sanitize:
 	$(MAKE) test PRESET=debug
 	$(MAKE) configure PRESET=tsan
-	cmake --build --preset tsan -j $(JOBS) --target keel_memory_tests keel_comm_tests keel
+	cmake --build --preset tsan -j $(JOBS) --target keel_memory_tests keel_comm_tests
 	ctest --preset tsan -j $(JOBS) -L 'memory|comm'
 
 # The hostile sweep (tests/hostile) alone: only the CLI is built, e.g. `make hostile
