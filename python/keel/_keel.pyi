@@ -106,6 +106,8 @@ class comm:
 
     @staticmethod
     def launch_env() -> dict: ...
+    @staticmethod
+    def parse_rank_list(text: str) -> list[int]: ...
 
 class kv:
     class Trace:

@@ -28,6 +28,7 @@ from ._keel import comm as _comm
 
 Communicator = _comm.Communicator
 launch_env = _comm.launch_env
+parse_rank_list = _comm.parse_rank_list
 TimeoutError = CommTimeoutError  # noqa: A001  (a subclass of the built-in TimeoutError)
 
 DTYPES = ("float32", "float64", "float16", "int32", "int64", "uint8", "bf16")
@@ -37,6 +38,7 @@ ALGORITHMS = ("auto", "ring", "tree", "rd", "rabenseifner", "reducer", "direct")
 __all__ = [
     "Communicator",
     "launch_env",
+    "parse_rank_list",
     "TimeoutError",
     "CommTimeoutError",
     "PeerError",

@@ -20,6 +20,7 @@
 #include <string>
 
 #include "bindings.hpp"
+#include "keel/comm/launcher.hpp"
 #include "keel/comm/communicator.hpp"
 #include "keel/comm/environment.hpp"
 #include "keel/core/error.hpp"
@@ -487,6 +488,8 @@ void register_comm(py::module_& m) {
       .def("__repr__", &pc::repr);
   m.def("launch_env", &launch_env_dict,
         "Who this process is by the launcher's variables (environment.hpp), without connecting.");
+  m.def("parse_rank_list", &keel::comm::parse_rank_list, py::arg("text"),
+        "Rank counts from '1-4' or '2,4,8', as keel comm verify -N reads them.");
 }
 
 }  // namespace keel::python

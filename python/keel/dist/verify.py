@@ -94,23 +94,10 @@ def rand_verify(generators=None, length=None, random_seeds=(None,), full=False, 
 
 
 def _rank_counts(ranks):
-    """[1, 2, 3, 4] from "1-4", "2,8", 4 or [2, 8]."""
-    if isinstance(ranks, int):
-        ranks = [ranks]
-    if not isinstance(ranks, str):
-        out = [int(r) for r in ranks]
-    else:
-        out = []
-        for part in ranks.split(","):
-            lo, sep, hi = part.strip().partition("-")
-            try:
-                a, b = int(lo), int(hi) if sep else int(lo)
-            except ValueError:
-                raise keel.InvalidArgument(f"bad rank counts {ranks!r}: expected e.g. 1-4 or 2,8") from None
-            out.extend(range(a, b + 1))
-    if not out or any(r < 1 or r > 64 for r in out):
-        raise keel.InvalidArgument(f"bad rank counts {ranks!r}: each from 1 to 64")
-    return out
+    """[1, 2, 3, 4] from "1-4", "2,8" (keel comm verify -N's grammar), 4 or [2, 8]."""
+    if isinstance(ranks, str):
+        return keel.comm.parse_rank_list(ranks)
+    return keel.comm.parse_rank_list(",".join(str(int(r)) for r in ([ranks] if isinstance(ranks, int) else ranks)))
 
 
 def comm_tasks(ranks="1-4", transports="auto", full=False, max_bytes=None, timeout=3600):
