@@ -20,9 +20,9 @@
 #include <string>
 
 #include "bindings.hpp"
-#include "keel/comm/launcher.hpp"
 #include "keel/comm/communicator.hpp"
 #include "keel/comm/environment.hpp"
+#include "keel/comm/launcher.hpp"
 #include "keel/core/error.hpp"
 
 namespace keel::python {
