@@ -322,7 +322,8 @@ class CeleryExecutor(Executor):
             raise ClusterError(f"celery: no worker answered on {broker} within {connect_timeout:g} s "
                                "(start one: celery -A keel.dist.celery_app worker)")
         self.workers = len(replies)
-        stats = self._app.control.inspect(timeout=min(connect_timeout, 2.0)).stats() or {}
+        # limit: done once every worker that answered the ping has answered, not at the timeout.
+        stats = self._app.control.inspect(timeout=min(connect_timeout, 2.0), limit=self.workers).stats() or {}
         self.processes = sum(s.get("pool", {}).get("max-concurrency", 1) for s in stats.values()) or self.workers
 
     def describe(self):
