@@ -12,20 +12,24 @@ namespace {
 
 constexpr dtype k_every[] = {dtype::f64,  dtype::f32, dtype::tf32, dtype::f16,
                              dtype::bf16, dtype::f8,  dtype::f4,   dtype::i64,
-                             dtype::i32,  dtype::i8,  dtype::u8};
+                             dtype::i32,  dtype::i8,  dtype::u8,   dtype::i16,
+                             dtype::u16,  dtype::u32, dtype::u64,  dtype::boolean};
 
 TEST(Dtype, SizesAreTheStorageWidths) {
   EXPECT_EQ(bits_of(dtype::f64), 64u);
   EXPECT_EQ(bits_of(dtype::tf32), 32u);  // stored as fp32
   EXPECT_EQ(bits_of(dtype::bf16), 16u);
   EXPECT_EQ(bits_of(dtype::u8), 8u);
+  EXPECT_EQ(bits_of(dtype::boolean), 8u);
+  EXPECT_EQ(bits_of(dtype::u16), 16u);
+  EXPECT_EQ(bits_of(dtype::u64), 64u);
   EXPECT_DOUBLE_EQ(bytes_of(dtype::f4), 0.5);
   EXPECT_DOUBLE_EQ(bytes_of(dtype::i64), 8.0);
 }
 
 TEST(Dtype, EveryNameOfEveryStyleParsesBack) {
   for (const dtype t : k_every) {
-    for (const std::string_view name : {name_of(t), nccl_name(t), short_name(t)}) {
+    for (const std::string_view name : {name_of(t), nccl_name(t), triton_name(t), short_name(t)}) {
       EXPECT_EQ(parse_dtype(name, k_every, dtype_style::keel), t) << name;
       std::string upper(name);
       for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
@@ -36,6 +40,9 @@ TEST(Dtype, EveryNameOfEveryStyleParsesBack) {
   EXPECT_EQ(nccl_name(dtype::f32), "float");
   EXPECT_EQ(short_name(dtype::f32), "f32");
   EXPECT_EQ(name_of(dtype::f16, dtype_style::nccl), "half");
+  EXPECT_EQ(triton_name(dtype::boolean), "BOOL");
+  EXPECT_EQ(name_of(dtype::u16, dtype_style::triton), "UINT16");
+  EXPECT_EQ(name_of(dtype::bf16, dtype_style::triton), "BF16");
 }
 
 TEST(Dtype, FrameworkSpellingsParse) {
