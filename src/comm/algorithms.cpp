@@ -116,20 +116,32 @@ plan allreduce_tree(schedule& s, const args& a) {
   return {};
 }
 
+// The fold both power-of-two allreduces start with: a rank r >= p2 hands its data to r - p2
+// and gets the result back (returns false: it has nothing more to do); a rank r < n - p2
+// reduces its partner's data into out first.
+struct fold_start {
+  bool active;
+  int last;
+  const std::byte* cur;
+};
+fold_start fold_extra_ranks(schedule& s, const args& a, int p2, std::size_t bytes) {
+  const int r = a.rank, extra = a.n - p2;
+  if (r >= p2) {
+    s.send(r - p2, 0, a.in, bytes);
+    s.recv(r - p2, 0, a.out, bytes);
+    return {false, -1, a.in};
+  }
+  if (r < extra) return {true, s.recv_reduce(r + p2, 0, a.out, a.in, bytes), a.out};
+  return {true, -1, a.in};
+}
+
 plan allreduce_rd(schedule& s, const args& a) {
   const int n = a.n, r = a.rank, p2 = pow2_floor(n), extra = n - p2;
   const std::size_t bytes = a.count * a.elem;
-  if (r >= p2) {  // fold: hand the data to r - p2, get the result back
-    s.send(r - p2, 0, a.in, bytes);
-    s.recv(r - p2, 0, a.out, bytes);
-    return {};
-  }
-  int last = -1;
-  const std::byte* cur = a.in;
-  if (r < extra) {
-    last = s.recv_reduce(r + p2, 0, a.out, a.in, bytes);
-    cur = a.out;
-  }
+  const fold_start f = fold_extra_ranks(s, a, p2, bytes);
+  if (!f.active) return {};
+  int last = f.last;
+  const std::byte* cur = f.cur;
   for (int mask = 1; mask < p2; mask <<= 1) {
     const int partner = r ^ mask;
     const int sent = s.send(partner, 0, cur, bytes, gate(last));
@@ -144,17 +156,10 @@ plan allreduce_rd(schedule& s, const args& a) {
 plan allreduce_rabenseifner(schedule& s, const args& a) {
   const int n = a.n, r = a.rank, p2 = pow2_floor(n), extra = n - p2;
   const std::size_t E = a.elem, bytes = a.count * E;
-  if (r >= p2) {
-    s.send(r - p2, 0, a.in, bytes);
-    s.recv(r - p2, 0, a.out, bytes);
-    return {};
-  }
-  int last = -1;
-  const std::byte* cur = a.in;
-  if (r < extra) {
-    last = s.recv_reduce(r + p2, 0, a.out, a.in, bytes);
-    cur = a.out;
-  }
+  const fold_start f = fold_extra_ranks(s, a, p2, bytes);
+  if (!f.active) return {};
+  int last = f.last;
+  const std::byte* cur = f.cur;
   // Recursive halving: keep the half on the side of our bit, send the other.
   std::size_t lo = 0, hi = a.count;
   std::vector<std::pair<std::size_t, std::size_t>> sent_ranges;

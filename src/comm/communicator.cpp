@@ -299,40 +299,40 @@ void communicator::barrier(call_options o) {
           nullptr);
 }
 
-void communicator::send(const void* in, std::size_t count, dtype t, int peer, call_options o) {
-  auto& m = *impl_;
+namespace {
+// send and recv: one transfer with `peer`, ordered by its own sequence per direction.
+// A send reads `src`, a receive writes `dst`.
+void point_to_point(communicator::impl& m, bool sending, const void* src, void* dst,
+                    std::size_t count, dtype t, int peer, call_options o) {
   if (peer < 0 || peer >= m.size_ || peer == m.rank_) {
-    throw keel::invalid_argument(
-        fmt::format("send: peer {} must be another rank of {}", peer, m.size_));
+    throw keel::invalid_argument(fmt::format("{}: peer {} must be another rank of {}",
+                                             sending ? "send" : "recv", peer, m.size_));
   }
-  check_buffers(in, in, count, collective::sendrecv);
-  const impl::claim claimed(m, o.tag, collective::sendrecv);
+  const void* buf = sending ? src : dst;
+  check_buffers(buf, buf, count, collective::sendrecv);
+  const communicator::impl::claim claimed(m, o.tag, collective::sendrecv);
   lane& l = claimed.lane();
   call_info call = m.begin(l, collective::sendrecv, t, reduce_op::sum, count, o);
-  call.seq = ++l.p2p_send_seq[static_cast<std::size_t>(peer)];
+  auto& seq = sending ? l.p2p_send_seq : l.p2p_recv_seq;
+  call.seq = ++seq[static_cast<std::size_t>(peer)];
   call.algo = algorithm::direct;
   detail::schedule& s = l.sched;
   s.reset(m.size_);
-  s.send(peer, 1, in, count * dtype_size(t));
+  if (sending) {
+    s.send(peer, 1, src, count * dtype_size(t));
+  } else {
+    s.recv(peer, 1, dst, count * dtype_size(t));
+  }
   m.run(s, call);
+}
+}  // namespace
+
+void communicator::send(const void* in, std::size_t count, dtype t, int peer, call_options o) {
+  point_to_point(*impl_, true, in, nullptr, count, t, peer, o);
 }
 
 void communicator::recv(void* out, std::size_t count, dtype t, int peer, call_options o) {
-  auto& m = *impl_;
-  if (peer < 0 || peer >= m.size_ || peer == m.rank_) {
-    throw keel::invalid_argument(
-        fmt::format("recv: peer {} must be another rank of {}", peer, m.size_));
-  }
-  check_buffers(out, out, count, collective::sendrecv);
-  const impl::claim claimed(m, o.tag, collective::sendrecv);
-  lane& l = claimed.lane();
-  call_info call = m.begin(l, collective::sendrecv, t, reduce_op::sum, count, o);
-  call.seq = ++l.p2p_recv_seq[static_cast<std::size_t>(peer)];
-  call.algo = algorithm::direct;
-  detail::schedule& s = l.sched;
-  s.reset(m.size_);
-  s.recv(peer, 1, out, count * dtype_size(t));
-  m.run(s, call);
+  point_to_point(*impl_, false, nullptr, out, count, t, peer, o);
 }
 
 }  // namespace keel::comm
