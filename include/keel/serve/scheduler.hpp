@@ -1,0 +1,89 @@
+// keel::serve::model_scheduler — one model's request queue, dynamic batcher and instances.
+//
+// submit() queues a request and returns a ticket: its id (for cancel()) and a future of the
+// outputs. Each instance has one worker thread. A worker takes the oldest request of the
+// highest priority level (1 is the highest, as in Triton) and, with dynamic batching, joins
+// the requests behind it whose inputs batch with it (same dtypes and shapes beyond dimension
+// 0) while the rows fit max_batch_size: it runs at once when the batch reaches
+// max_batch_size or the largest preferred size reachable, else waits up to
+// max_queue_delay_microseconds after the oldest request arrived for more. The batch runs with
+// the intra-op threads of a thread_budget lease; outputs are split back by rows.
+//
+// A request that cannot be served is answered, never dropped: a full queue (max_queue_size)
+// fails submit() itself with request_rejected; a request whose deadline (the queue policy's
+// default_timeout_microseconds, or the request's own shorter timeout when
+// allow_timeout_override) passes while queued is answered with request_rejected "timed out"
+// and not run (DELAY: it stays queued and is run); cancel() answers a queued request
+// with request_rejected "cancelled"; a model error fails the whole batch's futures with the
+// model's keel::invalid_argument. The destructor stops accepting, runs what is queued and
+// joins the workers. Thread-safe.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <future>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "keel/core/error.hpp"
+#include "keel/serve/model.hpp"
+#include "keel/serve/model_config.hpp"
+#include "keel/serve/thread_budget.hpp"
+
+namespace keel::serve {
+
+// The server could not take or finish a request it was right to refuse (queue full, timed
+// out, cancelled, shutting down): the protocol's "unavailable".
+class request_rejected : public keel::detail::error_of<std::runtime_error> {
+ public:
+  using error_of::error_of;
+};
+
+struct infer_request {
+  std::vector<tensor> inputs;    // in the configuration's input order
+  std::uint32_t priority = 0;    // 0: the model's default level
+  std::uint64_t timeout_us = 0;  // 0: the queue policy's
+};
+
+struct ticket {
+  std::uint64_t id = 0;
+  std::future<std::vector<tensor>> outputs;
+};
+
+// Cumulative counts, as Triton's statistics extension reports them.
+struct model_statistics {
+  std::uint64_t success = 0;          // requests answered with outputs
+  std::uint64_t failure = 0;          // requests answered with an error
+  std::uint64_t inference_count = 0;  // rows inferred (batch size summed over requests)
+  std::uint64_t execution_count = 0;  // model runs (batches)
+  std::uint64_t queue_us = 0;         // time requests spent queued, summed
+  std::uint64_t compute_us = 0;       // time in model runs, summed over requests
+  std::uint64_t request_us = 0;       // submit to answer, summed over successful requests
+  std::uint64_t pending = 0;          // queued now
+};
+
+class model_scheduler {
+ public:
+  model_scheduler(model_config config, std::vector<std::unique_ptr<model_instance>> instances,
+                  thread_budget& budget);
+  ~model_scheduler();
+  model_scheduler(const model_scheduler&) = delete;
+  model_scheduler& operator=(const model_scheduler&) = delete;
+
+  // Checks the inputs against the configuration (count, dtypes, shapes; keel::invalid_argument
+  // naming the input) and queues the request.
+  ticket submit(infer_request request);
+  // Answers a queued request with "cancelled"; false when it is already running or answered.
+  bool cancel(std::uint64_t id);
+  model_statistics statistics() const;
+  const model_config& config() const noexcept;
+
+  class impl;
+
+ private:
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace keel::serve

@@ -1,0 +1,196 @@
+#include "keel/serve/scheduler.hpp"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace keel::serve {
+namespace {
+
+// A model that doubles its input, recording each run's batch rows and threads; it can be
+// held at the start of a run to fill the queue behind it.
+class doubler final : public model_instance {
+ public:
+  struct log {
+    std::mutex mutex;
+    std::vector<std::int64_t> rows;
+    std::vector<int> threads;
+    std::atomic<int> running{0}, most_running{0};
+    std::atomic<bool> hold{false};
+  };
+  explicit doubler(log& l) : log_(l) {}
+  std::vector<tensor> run(std::span<const tensor> in, int threads) override {
+    const int now = ++log_.running;
+    int seen = log_.most_running.load();
+    while (now > seen && !log_.most_running.compare_exchange_weak(seen, now)) {
+    }
+    while (log_.hold) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    {
+      const std::lock_guard<std::mutex> lock(log_.mutex);
+      log_.rows.push_back(in[0].shape()[0]);
+      log_.threads.push_back(threads);
+    }
+    tensor out = in[0];
+    for (float& v : out.values<float>()) v *= 2;
+    --log_.running;
+    if (!in[0].values<float>().empty() && in[0].values<float>()[0] < 0)
+      throw invalid_argument("doubler: negative input");
+    return {out};
+  }
+  std::uint64_t resident_bytes() const override { return 0; }
+
+ private:
+  log& log_;
+};
+
+model_config batching_config(const std::string& extra, int instances = 1) {
+  return parse_model_config(fmt::format(R"(name: "doubler" platform: "pytorch_libtorch"
+max_batch_size: 8
+input {{ name: "x" data_type: TYPE_FP32 dims: [ 2 ] }}
+output {{ name: "y" data_type: TYPE_FP32 dims: [ 2 ] }}
+instance_group {{ count: {} kind: KIND_CPU }}
+{})",
+                                        instances, extra),
+                            "doubler.pbtxt");
+}
+
+std::vector<std::unique_ptr<model_instance>> instances(doubler::log& l, int n) {
+  std::vector<std::unique_ptr<model_instance>> out;
+  for (int i = 0; i < n; ++i) out.push_back(std::make_unique<doubler>(l));
+  return out;
+}
+
+infer_request request(float value, std::int64_t rows = 1) {
+  tensor x(dtype::f32, {rows, 2});
+  for (float& v : x.values<float>()) v = value;
+  return infer_request{{x}, 0, 0};
+}
+
+TEST(Scheduler, TheBatcherJoinsQueuedRequestsAndSplitsTheAnswers) {
+  doubler::log log;
+  thread_budget budget(2);
+  model_scheduler s(batching_config("dynamic_batching { max_queue_delay_microseconds: 200000 "
+                                    "preferred_batch_size: [ 4 ] }"),
+                    instances(log, 1), budget);
+  std::vector<ticket> tickets;
+  for (int i = 0; i < 4; ++i) tickets.push_back(s.submit(request(static_cast<float>(i))));
+  for (int i = 0; i < 4; ++i) {
+    const std::vector<tensor> out = tickets[static_cast<std::size_t>(i)].outputs.get();
+    ASSERT_EQ(out[0].shape(), (std::vector<std::int64_t>{1, 2}));
+    EXPECT_EQ(out[0].values<float>()[1], 2.0f * static_cast<float>(i));
+  }
+  // Four requests of one row reach the preferred size 4: one run, long before the delay.
+  EXPECT_EQ(log.rows, (std::vector<std::int64_t>{4}));
+  const model_statistics st = s.statistics();
+  EXPECT_EQ(st.success, 4u);
+  EXPECT_EQ(st.execution_count, 1u);
+  EXPECT_EQ(st.inference_count, 4u);
+}
+
+TEST(Scheduler, WithoutBatchingEachRequestRunsAloneAndInstancesShareTheBudget) {
+  doubler::log log;
+  thread_budget budget(2);
+  model_scheduler s(batching_config("", 3), instances(log, 3), budget);
+  std::vector<ticket> tickets;
+  for (int i = 0; i < 30; ++i) tickets.push_back(s.submit(request(1, 2)));
+  for (ticket& t : tickets) t.outputs.get();
+  EXPECT_EQ(log.rows.size(), 30u);
+  for (const std::int64_t r : log.rows) EXPECT_EQ(r, 2);
+  for (const int t : log.threads) EXPECT_GE(t, 1);
+  // Threads x running instances never exceed the budget: at most 2 run at once.
+  EXPECT_LE(log.most_running.load(), 2);
+  EXPECT_EQ(budget.leased(), 0);
+}
+
+TEST(Scheduler, BadInputsAreRefusedAtSubmit) {
+  doubler::log log;
+  thread_budget budget(1);
+  model_scheduler s(batching_config(""), instances(log, 1), budget);
+  EXPECT_THROW(s.submit(infer_request{}), invalid_argument);
+  EXPECT_THROW(s.submit(infer_request{{tensor(dtype::f32, {1, 3})}, 0, 0}), invalid_argument);
+  EXPECT_THROW(s.submit(infer_request{{tensor(dtype::f64, {1, 2})}, 0, 0}), invalid_argument);
+  EXPECT_THROW(s.submit(infer_request{{tensor(dtype::f32, {9, 2})}, 0, 0}), invalid_argument);
+  EXPECT_THROW(s.submit(infer_request{{tensor(dtype::f32, {2})}, 0, 0}), invalid_argument);
+  EXPECT_THROW(s.submit(infer_request{{tensor(dtype::f32, {1, 2})}, 5, 0}), invalid_argument);
+  try {
+    s.submit(infer_request{{tensor(dtype::f32, {1, 3})}, 0, 0});
+  } catch (const invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "model 'doubler' input 'x': shape [1,3] does not match [-1,2]");
+  }
+}
+
+TEST(Scheduler, FullQueuesTimeoutsAndCancellationAreAnswered) {
+  doubler::log log;
+  thread_budget budget(1);
+  model_scheduler s(batching_config("dynamic_batching { default_queue_policy { max_queue_size: 2 "
+                                    "default_timeout_microseconds: 20000 } }"),
+                    instances(log, 1), budget);
+  log.hold = true;
+  ticket running = s.submit(request(1));
+  while (log.running.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ticket queued = s.submit(request(2));
+  ticket cancelled = s.submit(request(3));
+  EXPECT_THROW(s.submit(request(4)), request_rejected);  // the queue holds 2
+  EXPECT_TRUE(s.cancel(cancelled.id));
+  EXPECT_FALSE(s.cancel(cancelled.id));
+  EXPECT_FALSE(s.cancel(running.id));
+  std::this_thread::sleep_for(std::chrono::milliseconds(40));  // past the 20 ms timeout
+  log.hold = false;
+  running.outputs.get();
+  EXPECT_THROW(queued.outputs.get(), request_rejected);
+  EXPECT_THROW(cancelled.outputs.get(), request_rejected);
+  // A model error fails the request with the model's message; the scheduler keeps serving.
+  ticket bad = s.submit(request(-1));
+  EXPECT_THROW(bad.outputs.get(), invalid_argument);
+  EXPECT_EQ(s.submit(request(5)).outputs.get()[0].values<float>()[0], 10.0f);
+  const model_statistics st = s.statistics();
+  EXPECT_EQ(st.success, 2u);
+  EXPECT_EQ(st.failure, 4u);  // full, cancelled, timed out, model error
+}
+
+TEST(Scheduler, HigherPriorityRunsFirst) {
+  doubler::log log;
+  thread_budget budget(1);
+  model_scheduler s(batching_config("dynamic_batching { priority_levels: 2 "
+                                    "default_priority_level: 2 }"),
+                    instances(log, 1), budget);
+  log.hold = true;
+  ticket first = s.submit(request(1));
+  while (log.running.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  // 5 + 4 rows exceed max_batch_size 8: two runs, the priority-1 request's first although it
+  // came second.
+  ticket low = s.submit(infer_request{{tensor(dtype::f32, {5, 2})}, 2, 0});
+  ticket high = s.submit(infer_request{{tensor(dtype::f32, {4, 2})}, 1, 0});
+  log.hold = false;
+  first.outputs.get();
+  low.outputs.get();
+  high.outputs.get();
+  EXPECT_EQ(log.rows, (std::vector<std::int64_t>{1, 4, 5}));
+}
+
+TEST(Scheduler, DestructionRunsWhatIsQueued) {
+  doubler::log log;
+  std::vector<ticket> tickets;
+  {
+    thread_budget budget(1);
+    model_scheduler s(batching_config(""), instances(log, 1), budget);
+    for (int i = 0; i < 10; ++i) tickets.push_back(s.submit(request(1)));
+  }
+  for (ticket& t : tickets) EXPECT_EQ(t.outputs.get()[0].values<float>()[0], 2.0f);
+}
+
+TEST(ThreadBudget, SharesFairlyAndNeverOverCommits) {
+  thread_budget b(4);
+  auto one = b.acquire();
+  EXPECT_EQ(one.threads(), 4);  // alone: every thread
+  EXPECT_EQ(b.leased(), 4);
+  EXPECT_THROW(thread_budget(0), invalid_argument);
+}
+
+}  // namespace
+}  // namespace keel::serve
