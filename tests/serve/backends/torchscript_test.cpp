@@ -18,7 +18,7 @@ const fs::path& models() {
     const fs::path d =
         fs::temp_directory_path() / ("keel-serve-models-" + std::to_string(::getpid()));
     const std::string cmd = std::string(KEEL_PYTHON) + " " + KEEL_SOURCE_DIR +
-                            "/tests/serve/make_test_models.py " + d.string();
+                            "/tests/serve/backends/make_test_models.py " + d.string();
     if (std::system(cmd.c_str()) != 0) ADD_FAILURE() << "could not run " << cmd;
     return d;
   }();
