@@ -56,7 +56,7 @@ struct dynamic_batching {
 
 struct ensemble_step {
   std::string model_name;
-  std::int64_t model_version = -1;                // -1: the latest
+  std::int64_t model_version = -1;                // -1 (or unset): the latest
   std::map<std::string, std::string> input_map;   // step model's input -> ensemble tensor
   std::map<std::string, std::string> output_map;  // step model's output -> ensemble tensor
 };

@@ -153,11 +153,12 @@ void read_ensemble(const pb::ModelEnsembling& e, const place& at, model_config& 
     const pb::ModelEnsembling::Step& s = e.step(i);
     const place step = at.nested("step", s, i);
     if (s.model_name().empty()) at.fail("step", "a step needs a model_name", i);
-    if (s.model_version() < -1 || s.model_version() == 0)
+    if (s.model_version() < -1)
       step.fail("model_version", "must be a version number or -1 (the latest)");
     if (s.input_map().empty()) at.fail("step", "a step needs an input_map", i);
     if (s.output_map().empty()) at.fail("step", "a step needs an output_map", i);
-    ensemble_step out{s.model_name(), s.model_version(), {}, {}};
+    // Unset (0) means the latest, as -1 does.
+    ensemble_step out{s.model_name(), s.model_version() == 0 ? -1 : s.model_version(), {}, {}};
     out.input_map.insert(s.input_map().begin(), s.input_map().end());
     out.output_map.insert(s.output_map().begin(), s.output_map().end());
     c.ensemble.push_back(std::move(out));
