@@ -40,9 +40,9 @@ test-tsan:
 # four random tests that repeat, at volume, what others check: golden answers, thread and SIMD
 # independence, the MT19937 polynomial), then the memory, comm and serve tests under
 # ThreadSanitizer (only their three test programs are built, not the CLI nor serve's
-# TorchScript backend; serve's config-parser tests are left out: libprotobuf is not
-# instrumented and its inline map code built with -fsanitize=thread does not match the
-# library's layout. Also left out: the tests that start the keel
+# TorchScript backend; serve's config-parser and repository tests are left out: libprotobuf
+# is not instrumented and its inline map code built with -fsanitize=thread does not match
+# the library's layout. Also left out: the tests that start the keel
 # executable or other programs, and the single-threaded randomized conformance sequences and
 # trace analyses, 65% of TSan's test time, are left to the other builds).
 sanitize:
