@@ -71,6 +71,15 @@ infer_request request(float value, std::int64_t rows = 1) {
   return infer_request{{x}, 0, 0};
 }
 
+// Submits a request the single instance holds at the start of its run (log.hold), and
+// returns once it runs: what is submitted next waits in the queue.
+ticket submit_held(model_scheduler& s, doubler::log& log) {
+  log.hold = true;
+  ticket t = s.submit(request(1));
+  while (log.running.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  return t;
+}
+
 TEST(Scheduler, TheBatcherJoinsQueuedRequestsAndSplitsTheAnswers) {
   doubler::log log;
   thread_budget budget(2);
@@ -130,9 +139,7 @@ TEST(Scheduler, FullQueuesTimeoutsAndCancellationAreAnswered) {
   model_scheduler s(batching_config("dynamic_batching { default_queue_policy { max_queue_size: 2 "
                                     "default_timeout_microseconds: 20000 } }"),
                     instances(log, 1), budget);
-  log.hold = true;
-  ticket running = s.submit(request(1));
-  while (log.running.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ticket running = submit_held(s, log);
   ticket queued = s.submit(request(2));
   ticket cancelled = s.submit(request(3));
   EXPECT_THROW(s.submit(request(4)), request_rejected);  // the queue holds 2
@@ -159,9 +166,7 @@ TEST(Scheduler, HigherPriorityRunsFirst) {
   model_scheduler s(batching_config("dynamic_batching { priority_levels: 2 "
                                     "default_priority_level: 2 }"),
                     instances(log, 1), budget);
-  log.hold = true;
-  ticket first = s.submit(request(1));
-  while (log.running.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ticket first = submit_held(s, log);
   // 5 + 4 rows exceed max_batch_size 8: two runs, the priority-1 request's first although it
   // came second.
   ticket low = s.submit(infer_request{{tensor(dtype::f32, {5, 2})}, 2, 0});
