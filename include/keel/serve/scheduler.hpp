@@ -80,9 +80,8 @@ class model_scheduler {
   model_statistics statistics() const;
   const model_config& config() const noexcept;
 
-  class impl;
-
  private:
+  class impl;
   std::unique_ptr<impl> impl_;
 };
 

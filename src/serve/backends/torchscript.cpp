@@ -60,7 +60,7 @@ int convention_index(const std::string& name) {
 }
 
 // For each spec, its position among `count` slots: by `names` when every spec is one of
-// them, else by NAME__i, else in order.
+// them, else by NAME__i, else in order; keel::invalid_argument when a position is past `count`.
 std::vector<int> bind_slots(const std::vector<tensor_spec>& specs,
                             const std::vector<std::string>& names, std::size_t count,
                             const char* what, const std::string& model) {
@@ -78,7 +78,7 @@ std::vector<int> bind_slots(const std::vector<tensor_spec>& specs,
     for (std::size_t i = 0; i < specs.size(); ++i) pos.push_back(static_cast<int>(i));
   }
   for (const int p : pos)
-    if (p >= static_cast<int>(count) && count > 0)
+    if (p >= static_cast<int>(count))
       throw invalid_argument(
           fmt::format("model '{}': the configuration's {} {} has no place "
                       "among the model's {} {}s",
@@ -156,9 +156,6 @@ class torchscript_instance final : public model_instance {
         bind_slots(config_.outputs, names, got.size(), "output", config_.name);
     std::vector<tensor> out;
     for (std::size_t i = 0; i < config_.outputs.size(); ++i) {
-      if (slot[i] >= static_cast<int>(got.size()))
-        fail(fmt::format("returned {} outputs, the configuration declares {}", got.size(),
-                         config_.outputs.size()));
       out.push_back(to_keel(got[static_cast<std::size_t>(slot[i])], config_.outputs[i]));
     }
     return out;

@@ -57,7 +57,7 @@ class place {
     const gp::FieldDescriptor* f = message_.GetDescriptor()->FindFieldByName(std::string(field));
     const tree* sub = nullptr;
     if (f != nullptr && tree_ != nullptr)
-      sub = const_cast<tree*>(tree_)->GetTreeForNested(f, f->is_repeated() ? index : -1);
+      sub = tree_->GetTreeForNested(f, f->is_repeated() ? index : -1);
     return place(source_, sub, child);
   }
 
