@@ -15,6 +15,8 @@ packages=(
   python3 python3-dev pybind11-dev python3-pytest python3-numpy python3-pandas
   python3-setuptools python3-pip python3-venv
   python3-torch python3-torchvision python3-onnx libtorch-dev
+  # keel::serve: the HTTP front; its benchmarks' load tool and Python peer server
+  libcpp-httplib-dev wrk python3-flask
   # keel.dist: jobs on Dask and Celery (a Redis broker), and their tests' services
   python3-distributed python3-celery python3-redis redis-server
   # OpenCL on the CPU

@@ -70,6 +70,27 @@ fs::path repository_model::model_file(std::int64_t version) const {
   return dir / std::to_string(version) / file;
 }
 
+repository_model scan_model(const fs::path& dir) {
+  repository_model m;
+  m.name = dir.filename().string();
+  m.dir = dir;
+  try {
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec))
+      throw io_error(fmt::format("{}: no such model folder", dir.string()));
+    model_config c = read_model_config(dir / "config.pbtxt");
+    if (c.name != m.name)
+      throw invalid_argument(fmt::format("{}: name '{}' differs from its folder '{}'",
+                                         (dir / "config.pbtxt").string(), c.name, m.name));
+    m.config = std::move(c);
+    choose_versions(m);
+  } catch (const keel::error& err) {
+    m.error = err.what();
+  }
+  if (!m.error.empty()) m.config.reset();
+  return m;
+}
+
 std::vector<repository_model> scan_repository(const fs::path& root) {
   std::error_code ec;
   if (!fs::is_directory(root, ec))
@@ -80,21 +101,7 @@ std::vector<repository_model> scan_repository(const fs::path& root) {
   for (const fs::directory_entry& e : it) {
     const std::string name = e.path().filename().string();
     if (name.empty() || name[0] == '.' || !e.is_directory(ec)) continue;
-    repository_model m;
-    m.name = name;
-    m.dir = e.path();
-    try {
-      model_config c = read_model_config(m.dir / "config.pbtxt");
-      if (c.name != name)
-        throw invalid_argument(fmt::format("{}: name '{}' differs from its folder '{}'",
-                                           (m.dir / "config.pbtxt").string(), c.name, name));
-      m.config = std::move(c);
-      choose_versions(m);
-    } catch (const keel::error& err) {
-      m.error = err.what();
-    }
-    if (!m.error.empty()) m.config.reset();
-    out.push_back(std::move(m));
+    out.push_back(scan_model(e.path()));
   }
   std::sort(out.begin(), out.end(),
             [](const repository_model& a, const repository_model& b) { return a.name < b.name; });

@@ -24,13 +24,20 @@ struct pending {
   std::uint64_t id = 0;
   std::vector<tensor> inputs;
   std::int64_t rows = 1;
-  std::promise<std::vector<tensor>> promise;
+  infer_callback done;
   clock::time_point arrived;
   clock::time_point deadline = clock::time_point::max();
   bool delay_on_timeout = false;
 };
 
 using pending_ptr = std::unique_ptr<pending>;
+
+void answer(pending& p, std::vector<tensor> outputs, std::exception_ptr error) noexcept {
+  try {
+    p.done(std::move(outputs), std::move(error));
+  } catch (...) {  // the callback's contract forbids throwing; a worker must not die of it
+  }
+}
 
 bool dims_match(std::span<const std::int64_t> shape, const std::vector<std::int64_t>& dims) {
   if (shape.size() != dims.size()) return false;
@@ -50,6 +57,38 @@ bool batches_with(const pending& a, const pending& b) {
 }
 
 }  // namespace
+
+std::int64_t check_inputs(const model_config& config, const std::vector<tensor>& inputs) {
+  if (inputs.size() != config.inputs.size())
+    throw invalid_argument(fmt::format("model '{}' takes {} inputs, got {}", config.name,
+                                       config.inputs.size(), inputs.size()));
+  std::int64_t rows = 1;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const tensor_spec& spec = config.inputs[i];
+    const tensor& t = inputs[i];
+    if (t.type() != spec.type)
+      throw invalid_argument(fmt::format("model '{}' input '{}': {} given, {} expected",
+                                         config.name, spec.name, triton_name(t.type()),
+                                         triton_name(spec.type)));
+    std::span<const std::int64_t> shape = t.shape();
+    if (config.max_batch_size > 0) {
+      if (shape.empty() || shape[0] < 1 || shape[0] > config.max_batch_size ||
+          (i > 0 && shape[0] != rows))
+        throw invalid_argument(
+            fmt::format("model '{}' input '{}': shape {} needs a batch dimension of 1 to {}{}",
+                        config.name, spec.name, shape_string(shape), config.max_batch_size,
+                        i > 0 ? fmt::format(" equal to the first input's ({})", rows) : ""));
+      rows = shape[0];
+      shape = shape.subspan(1);
+    }
+    if (!dims_match(shape, spec.dims))
+      throw invalid_argument(fmt::format("model '{}' input '{}': shape {} does not match {}{}",
+                                         config.name, spec.name, shape_string(t.shape()),
+                                         config.max_batch_size > 0 ? "[-1," : "[",
+                                         shape_string(spec.dims).substr(1)));
+  }
+  return rows;
+}
 
 class model_scheduler::impl {
  public:
@@ -77,9 +116,10 @@ class model_scheduler::impl {
     for (std::thread& t : workers_) t.join();
   }
 
-  ticket submit(infer_request request) {
+  std::uint64_t submit(infer_request request, infer_callback done) {
     auto p = std::make_unique<pending>();
-    p->rows = check(request.inputs);
+    p->done = std::move(done);
+    p->rows = check_inputs(config_, request.inputs);
     p->inputs = std::move(request.inputs);
     p->arrived = clock::now();
     const std::uint32_t level = level_of(request.priority);
@@ -91,8 +131,7 @@ class model_scheduler::impl {
       timeout = request.timeout_us;
     if (timeout > 0) p->deadline = p->arrived + std::chrono::microseconds(timeout);
     p->delay_on_timeout = policy.delay_on_timeout;
-    ticket t;
-    t.outputs = p->promise.get_future();
+    std::uint64_t id = 0;
     {
       const std::lock_guard<std::mutex> lock(mutex_);
       if (stopping_)
@@ -103,12 +142,12 @@ class model_scheduler::impl {
         throw request_rejected(fmt::format("model '{}': queue full ({} requests)", config_.name,
                                            policy.max_queue_size));
       }
-      p->id = t.id = ++next_id_;
+      p->id = id = ++next_id_;
       queue.push_back(std::move(p));
       ++stats_.pending;
     }
     changed_.notify_all();
-    return t;
+    return id;
   }
 
   bool cancel(std::uint64_t id) {
@@ -128,8 +167,9 @@ class model_scheduler::impl {
       }
     }
     if (!found) return false;
-    found->promise.set_exception(std::make_exception_ptr(
-        request_rejected(fmt::format("model '{}': request {} cancelled", config_.name, id))));
+    answer(*found, {},
+           std::make_exception_ptr(request_rejected(
+               fmt::format("model '{}': request {} cancelled", config_.name, id))));
     return true;
   }
 
@@ -141,40 +181,6 @@ class model_scheduler::impl {
   const model_config& config() const noexcept { return config_; }
 
  private:
-  // The rows of the request (1 without batching); throws naming the first input that does
-  // not fit the configuration.
-  std::int64_t check(const std::vector<tensor>& inputs) const {
-    if (inputs.size() != config_.inputs.size())
-      throw invalid_argument(fmt::format("model '{}' takes {} inputs, got {}", config_.name,
-                                         config_.inputs.size(), inputs.size()));
-    std::int64_t rows = 1;
-    for (std::size_t i = 0; i < inputs.size(); ++i) {
-      const tensor_spec& spec = config_.inputs[i];
-      const tensor& t = inputs[i];
-      if (t.type() != spec.type)
-        throw invalid_argument(fmt::format("model '{}' input '{}': {} given, {} expected",
-                                           config_.name, spec.name, triton_name(t.type()),
-                                           triton_name(spec.type)));
-      std::span<const std::int64_t> shape = t.shape();
-      if (config_.max_batch_size > 0) {
-        if (shape.empty() || shape[0] < 1 || shape[0] > config_.max_batch_size ||
-            (i > 0 && shape[0] != rows))
-          throw invalid_argument(
-              fmt::format("model '{}' input '{}': shape {} needs a batch dimension of 1 to {}{}",
-                          config_.name, spec.name, shape_string(shape), config_.max_batch_size,
-                          i > 0 ? fmt::format(" equal to the first input's ({})", rows) : ""));
-        rows = shape[0];
-        shape = shape.subspan(1);
-      }
-      if (!dims_match(shape, spec.dims))
-        throw invalid_argument(fmt::format("model '{}' input '{}': shape {} does not match {}{}",
-                                           config_.name, spec.name, shape_string(t.shape()),
-                                           config_.max_batch_size > 0 ? "[-1," : "[",
-                                           shape_string(spec.dims).substr(1)));
-    }
-    return rows;
-  }
-
   std::uint32_t level_of(std::uint32_t priority) const {
     const std::uint32_t levels = static_cast<std::uint32_t>(queues_.size());
     if (priority == 0) return std::max(1u, config_.batching.default_priority_level);
@@ -235,8 +241,9 @@ class model_scheduler::impl {
 
   void answer_expired(std::vector<pending_ptr>& expired) {
     for (pending_ptr& p : expired)
-      p->promise.set_exception(std::make_exception_ptr(request_rejected(
-          fmt::format("model '{}': request {} timed out in the queue", config_.name, p->id))));
+      answer(*p, {},
+             std::make_exception_ptr(request_rejected(fmt::format(
+                 "model '{}': request {} timed out in the queue", config_.name, p->id))));
   }
 
   void work(model_instance& instance) {
@@ -326,13 +333,7 @@ class model_scheduler::impl {
         }
       }
     }
-    for (std::size_t r = 0; r < batch.size(); ++r) {
-      if (failed) {
-        batch[r]->promise.set_exception(failed);
-      } else {
-        batch[r]->promise.set_value(std::move(answers[r]));
-      }
-    }
+    for (std::size_t r = 0; r < batch.size(); ++r) answer(*batch[r], std::move(answers[r]), failed);
   }
 
   const model_config config_;
@@ -356,7 +357,23 @@ model_scheduler::model_scheduler(model_config config,
 
 model_scheduler::~model_scheduler() = default;
 
-ticket model_scheduler::submit(infer_request request) { return impl_->submit(std::move(request)); }
+ticket model_scheduler::submit(infer_request request) {
+  auto promise = std::make_shared<std::promise<std::vector<tensor>>>();
+  ticket t;
+  t.outputs = promise->get_future();
+  t.id = impl_->submit(std::move(request),
+                       [promise](std::vector<tensor> outputs, std::exception_ptr error) {
+                         if (error)
+                           promise->set_exception(std::move(error));
+                         else
+                           promise->set_value(std::move(outputs));
+                       });
+  return t;
+}
+
+std::uint64_t model_scheduler::submit(infer_request request, infer_callback done) {
+  return impl_->submit(std::move(request), std::move(done));
+}
 bool model_scheduler::cancel(std::uint64_t id) { return impl_->cancel(id); }
 model_statistics model_scheduler::statistics() const { return impl_->statistics(); }
 const model_config& model_scheduler::config() const noexcept { return impl_->config(); }

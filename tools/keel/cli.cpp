@@ -174,6 +174,7 @@ void add_all_commands(CLI::App& app) {
   add_perf_commands(app);
   add_gpus_commands(app);
   add_comm_commands(app);
+  add_serve_commands(app);
 }
 
 }  // namespace keel::cli

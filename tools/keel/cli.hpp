@@ -163,6 +163,9 @@ void add_mem_bench_command(CLI::App& mem);
 // `keel mem compare` (tools/keel/mem_compare.cpp), added to the mem group by add_mem_commands.
 void add_mem_compare_command(CLI::App& mem);
 
+// `keel serve bench` (tools/keel/serve_bench.cpp), added to the serve group.
+void add_serve_bench_command(CLI::App& serve);
+
 // The subcommand groups, one source file each.
 void add_mem_commands(CLI::App& root);
 void add_rand_commands(CLI::App& root);
@@ -170,5 +173,6 @@ void add_kv_commands(CLI::App& root);
 void add_perf_commands(CLI::App& root);
 void add_gpus_commands(CLI::App& root);
 void add_comm_commands(CLI::App& root);
+void add_serve_commands(CLI::App& root);
 
 }  // namespace keel::cli

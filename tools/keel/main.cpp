@@ -1,4 +1,5 @@
-// keel — one command line for keel's libraries: memory, random, kv, perf, gpus, comm.
+// keel — one command line for keel's libraries: memory, random, kv, perf, gpus, comm,
+// serve.
 #include <clocale>
 
 #include "cli.hpp"

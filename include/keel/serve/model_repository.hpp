@@ -32,6 +32,9 @@ struct repository_model {
   std::filesystem::path model_file(std::int64_t version) const;
 };
 
+// The model in folder `dir` (named after it); its error says what is wrong, a missing
+// folder included.
+repository_model scan_model(const std::filesystem::path& dir);
 // The models under `root`, by name; keel::io_error when `root` is not a readable folder.
 std::vector<repository_model> scan_repository(const std::filesystem::path& root);
 

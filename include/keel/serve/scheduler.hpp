@@ -1,13 +1,15 @@
 // keel::serve::model_scheduler — one model's request queue, dynamic batcher and instances.
 //
 // submit() queues a request and returns a ticket: its id (for cancel()) and a future of the
-// outputs. Each instance has one worker thread. A worker takes the oldest request of the
-// highest priority level (1 is the highest, as in Triton) and, with dynamic batching, joins
-// the requests behind it whose inputs batch with it (same dtypes and shapes beyond dimension
-// 0) while the rows fit max_batch_size: it runs at once when the batch reaches
-// max_batch_size or the largest preferred size reachable, else waits up to
-// max_queue_delay_microseconds after the oldest request arrived for more. The batch runs with
-// the intra-op threads of a thread_budget lease; outputs are split back by rows.
+// outputs; the callback form calls `done` exactly once instead, on the worker that answered
+// (or in cancel()'s caller), so that a caller can chain work without a waiting thread. Each
+// instance has one worker thread. A worker takes the oldest request of the highest priority level
+// (1 is the highest, as in Triton) and, with dynamic batching, joins the requests behind it whose
+// inputs batch with it (same dtypes and shapes beyond dimension 0) while the rows fit
+// max_batch_size: it runs at once when the batch reaches max_batch_size or the largest preferred
+// size reachable, else waits up to max_queue_delay_microseconds after the oldest request arrived
+// for more. The batch runs with the intra-op threads of a thread_budget lease; outputs are split
+// back by rows.
 //
 // A request that cannot be served is answered, never dropped: a full queue (max_queue_size)
 // fails submit() itself with request_rejected; a request whose deadline (the queue policy's
@@ -21,6 +23,8 @@
 
 #include <chrono>
 #include <cstdint>
+#include <exception>
+#include <functional>
 #include <future>
 #include <memory>
 #include <stdexcept>
@@ -47,6 +51,10 @@ struct infer_request {
   std::uint64_t timeout_us = 0;  // 0: the queue policy's
 };
 
+// Gets the outputs (error null) or the error that ended the request (outputs empty). Must not
+// throw: what it throws is dropped.
+using infer_callback = std::function<void(std::vector<tensor> outputs, std::exception_ptr error)>;
+
 struct ticket {
   std::uint64_t id = 0;
   std::future<std::vector<tensor>> outputs;
@@ -64,6 +72,11 @@ struct model_statistics {
   std::uint64_t pending = 0;          // queued now
 };
 
+// Checks `inputs` against the configuration: count, dtypes, shapes (the batch dimension within
+// max_batch_size and equal across inputs). Returns the rows (1 without batching); throws
+// keel::invalid_argument naming the first input that does not fit.
+std::int64_t check_inputs(const model_config& config, const std::vector<tensor>& inputs);
+
 class model_scheduler {
  public:
   model_scheduler(model_config config, std::vector<std::unique_ptr<model_instance>> instances,
@@ -72,9 +85,10 @@ class model_scheduler {
   model_scheduler(const model_scheduler&) = delete;
   model_scheduler& operator=(const model_scheduler&) = delete;
 
-  // Checks the inputs against the configuration (count, dtypes, shapes; keel::invalid_argument
-  // naming the input) and queues the request.
+  // Checks the inputs (check_inputs) and queues the request.
   ticket submit(infer_request request);
+  // The same, answering through `done`; returns the request's id.
+  std::uint64_t submit(infer_request request, infer_callback done);
   // Answers a queued request with "cancelled"; false when it is already running or answered.
   bool cancel(std::uint64_t id);
   model_statistics statistics() const;

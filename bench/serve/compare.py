@@ -1,0 +1,345 @@
+#!/usr/bin/env python3
+"""Side-by-side benchmark of `keel serve` against two plain-Python peers (bench/serve/peer_server.py)
+on the same demo models (scripts/make-serve-demo.py, random weights) with the same client
+(`keel serve bench`, closed loop):
+
+  keel (batching)      keel serve on the demo repository
+  keel (no batching)   the same repository without dynamic_batching blocks
+  peer a (sequential)  http.server, one request at a time
+  peer b (threaded)    Flask threaded + a worker thread per model (the forum recipe)
+
+For each server it starts it on a free 127.0.0.1 port, waits for /v2/health/ready, checks a
+few requests to each model (JSON and binary tensors; outputs agree between the two encodings
+and with the first server that answered; keel also gets the classify ensemble), runs 16 clients over resnet18,bert,gpt2, and stops it (SIGTERM).
+keel also gets resnet18 alone at 16 clients (batching on vs off), identity at 1 client (median
+latency minus the server's compute from /stats: the overhead) and wrk on identity with JSON
+tensors (bench/serve/wrk_infer.lua). It prints a markdown table and the targets' ratios.
+
+Usage: /usr/bin/python3 bench/serve/compare.py --keel build/release/tools/keel/keel
+           [--duration 30] [--threads N] [--out results.md] [--peers-only] [--keep]
+--peers-only skips the keel servers: the peers still get the checks, wrk, and the load
+generator when --keel names a built keel. Needs python3-torch, python3-torchvision,
+python3-flask and wrk.
+"""
+import argparse
+import http.client
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+MIXED = "resnet18,bert,gpt2"
+PEER_MODELS = "resnet18,bert,gpt2,identity"
+NUMPY = {"BOOL": np.bool_, "UINT8": np.uint8, "INT8": np.int8, "INT16": np.int16, "INT32": np.int32,
+         "INT64": np.int64, "FP16": np.float16, "FP32": np.float32, "FP64": np.float64}
+
+
+# ---------------------------------------------------------------- HTTP
+
+
+def request(url, method="GET", body=None, headers=None, timeout=120):
+    u = urllib.parse.urlsplit(url)
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=timeout)
+    try:
+        conn.request(method, u.path, body=body, headers=headers or {})
+        r = conn.getresponse()
+        return r.status, dict(r.getheaders()), r.read()
+    finally:
+        conn.close()
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """A server process on a free port, ready once /v2/health/ready answers 200."""
+
+    def __init__(self, label, command, log):
+        self.label, self.port = label, free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = log
+        with open(log, "w") as out:
+            self.proc = subprocess.Popen([c.replace("{port}", str(self.port)) for c in command],
+                                         stdout=out, stderr=subprocess.STDOUT)
+
+    def wait_ready(self, timeout=600):
+        end = time.time() + timeout
+        while time.time() < end:
+            if self.proc.poll() is not None:
+                break
+            try:
+                if request(self.url + "/v2/health/ready", timeout=5)[0] == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.25)
+        self.stop()
+        tail = open(self.log).read()[-3000:]
+        sys.exit(f"{self.label} did not become ready; its log ({self.log}) ends:\n{tail}")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                print(f"{self.label} ignored SIGTERM for 30 s: killed", file=sys.stderr)
+                self.proc.kill()
+                self.proc.wait()
+        return self.proc.returncode
+
+
+# ---------------------------------------------------------------- the smoke check
+
+
+def infer(url, model, inputs, binary):
+    """inputs: [(name, datatype, array)] -> {name: array}, JSON or binary in both directions."""
+    header = {"inputs": [], "parameters": {"binary_data_output": binary}}
+    blobs = []
+    for name, dtype, a in inputs:
+        t = {"name": name, "datatype": dtype, "shape": list(a.shape)}
+        if binary:
+            blobs.append(a.tobytes())
+            t["parameters"] = {"binary_data_size": len(blobs[-1])}
+        else:
+            t["data"] = a.reshape(-1).tolist()
+        header["inputs"].append(t)
+    head = json.dumps(header).encode()
+    headers = {"Content-Type": "application/octet-stream" if binary else "application/json"}
+    if binary:
+        headers["Inference-Header-Content-Length"] = str(len(head))
+    status, rh, body = request(f"{url}/v2/models/{model}/infer", "POST", head + b"".join(blobs), headers)
+    if status != 200:
+        raise RuntimeError(f"{model}: HTTP {status}: {body[:300]!r}")
+    rh = {k.lower(): v for k, v in rh.items()}
+    length = int(rh.get("inference-header-content-length", len(body)))
+    out, offset = {}, length
+    for t in json.loads(body[:length])["outputs"]:
+        size = (t.get("parameters") or {}).get("binary_data_size")
+        if size is not None:
+            a = np.frombuffer(body[offset:offset + size], NUMPY[t["datatype"]])
+            offset += size
+        else:
+            a = np.array(t["data"], NUMPY[t["datatype"]])
+        out[t["name"]] = a.reshape(t["shape"])
+    return out
+
+
+def smoke(url, models, reference):
+    """Each model once in JSON and once binary: same outputs, and the same as `reference`'s."""
+    rng = np.random.default_rng(7)
+    for model in models:
+        status, _, body = request(f"{url}/v2/models/{model}")
+        if status != 200:
+            raise RuntimeError(f"GET /v2/models/{model}: HTTP {status}")
+        meta = json.loads(body)
+        inputs = []
+        for t in meta["inputs"]:
+            shape = [1 if i == 0 and d < 0 else 5 if d < 0 else d for i, d in enumerate(t["shape"])]
+            if t["datatype"].startswith("FP"):
+                a = rng.standard_normal(shape).astype(NUMPY[t["datatype"]])
+            else:
+                a = rng.integers(0, 100, shape).astype(NUMPY[t["datatype"]])
+            inputs.append((t["name"], t["datatype"], a))
+        as_json, as_binary = infer(url, model, inputs, False), infer(url, model, inputs, True)
+        for name, a in as_json.items():
+            want = reference.setdefault((model, name), a)
+            for got, what in ((as_binary[name], "binary"), (want, "the first server's")):
+                if got.shape != a.shape or not np.allclose(got, a, rtol=1e-3, atol=1e-4):
+                    raise RuntimeError(f"{model}.{name}: the JSON answer differs from {what}")
+    return f"{len(models)} models ok (JSON = binary = reference)"
+
+
+# ---------------------------------------------------------------- load
+
+
+def bench(keel, url, models, concurrency, duration):
+    cmd = [keel, "serve", "bench", url, "--model", models, "--concurrency", str(concurrency),
+           "--duration", str(duration), "--json"]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=duration * 3 + 120)
+    if r.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)}: rc {r.returncode}: {r.stderr.strip()[-1000:]}")
+    return json.loads(r.stdout[r.stdout.index("{"):])["levels"][0]
+
+
+def wrk(url, seconds):
+    cmd = ["wrk", "-t2", "-c16", f"-d{seconds}s", "-s", os.path.join(HERE, "wrk_infer.lua"), url]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 60).stdout
+    rps = re.search(r"Requests/sec:\s+([\d.]+)", out)
+    bad = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)
+    sockets = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
+    errors = (int(bad.group(1)) if bad else 0) + (sum(map(int, sockets.groups())) if sockets else 0)
+    return {"throughput_rps": float(rps.group(1)) if rps else 0.0, "errors": errors}
+
+
+# ---------------------------------------------------------------- report
+
+
+def ms(level, key):
+    v = level.get(key)
+    return "" if v is None else f"{v / 1000:.2f}"
+
+
+COLUMNS = ["requests", "errors", "req/s", "p50 ms", "p90 ms", "p99 ms", "server queue ms", "server compute ms"]
+
+
+def table(rows):
+    lines = ["| server | workload | clients | " + " | ".join(COLUMNS) + " |",
+             "|---|---|" + "---:|" * (len(COLUMNS) + 1)]
+    for server, workload, clients, lv in rows:
+        cells = [lv.get("requests", ""), lv.get("errors", ""), f"{lv['throughput_rps']:.1f}"]
+        cells += [ms(lv, k) for k in ("p50_us", "p90_us", "p99_us", "server_queue_us", "server_compute_us")]
+        lines.append(f"| {server} | {workload} | {clients} | " + " | ".join(map(str, cells)) + " |")
+    return "\n".join(lines)
+
+
+KB, KN, PA, PB = "keel (batching)", "keel (no batching)", "peer a (sequential)", "peer b (threaded)"
+ALONE = "resnet18 alone"
+OPS = {">=": float.__ge__, "<=": float.__le__, "<": float.__lt__}
+
+
+def targets(results):
+    def get(server, workload, key):
+        return results.get((server, workload), {}).get(key)
+
+    def ratio(server_a, server_b, workload, key):
+        a, b = get(server_a, workload, key), get(server_b, workload, key)
+        return None if not a or not b else a / b
+
+    compute = get(KB, "identity", "server_compute_us")
+    checks = [
+        ("throughput keel / peer b (mixed, 16 clients)", ratio(KB, PB, MIXED, "throughput_rps"), ">= 2"),
+        ("throughput keel / peer a (mixed, 16 clients)", ratio(KB, PA, MIXED, "throughput_rps"), ">= 1.5"),
+        ("p99 keel / peer b (mixed, 16 clients)", ratio(KB, PB, MIXED, "p99_us"), "<= 1"),
+        ("resnet18 throughput batching on / off", ratio(KB, KN, ALONE, "throughput_rps"), ">= 1.5"),
+        ("identity median overhead (p50 - server compute), us",
+         None if compute is None else get(KB, "identity", "p50_us") - compute, "< 100"),
+        ("wrk identity JSON req/s", get(KB, "identity wrk", "throughput_rps"), ">= 10000"),
+    ]
+    lines = ["| target | measured | goal | met |", "|---|---:|---|---|"]
+    for name, value, goal in checks:
+        shown = "n/a" if value is None else f"{value:.2f}" if value < 100 else f"{value:.0f}"
+        op, bound = goal.split()
+        met = "" if value is None else "yes" if OPS[op](float(value), float(bound)) else "NO"
+        lines.append(f"| {name} | {shown} | {goal} | {met} |")
+    return "\n".join(lines)
+
+
+def environment():
+    probe = ("import torch; torch.ones(64, 64) @ torch.ones(64, 64); "
+             "print(torch.__version__, torch.get_num_threads(), "
+             "next((l.split()[-1] for l in open('/proc/self/maps') if 'blas' in l.lower()), 'none'))")
+    r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    version, threads, blas = (r.stdout.split() + ["?"] * 3)[:3]
+    text = f"{os.cpu_count()} CPUs; torch {version} ({threads} threads); BLAS: {'/'.join(blas.split('/')[-2:])}"
+    if not re.search("openblas|mkl|blis", blas, re.I):  # Debian's reference libblas3
+        text += " (the reference BLAS makes every nn.Linear ~15x slower: install libopenblas0-openmp)"
+    return text
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--keel", help="the keel executable (load generator, and the server unless --peers-only)")
+    ap.add_argument("--duration", type=int, default=30, help="seconds per load level")
+    ap.add_argument("--wrk-duration", type=int, default=10)
+    ap.add_argument("--threads", type=int, help="keel serve --threads")
+    ap.add_argument("--out", help="also write the markdown here")
+    ap.add_argument("--peers-only", action="store_true", help="skip the keel servers")
+    ap.add_argument("--keep", action="store_true", help="keep the temporary folder (repositories, logs)")
+    args = ap.parse_args()
+    keel = os.path.abspath(args.keel) if args.keel else None
+    if not args.peers_only and not (keel and os.access(keel, os.X_OK)):
+        sys.exit("--keel must name the built keel executable (or use --peers-only)")
+    can_bench = keel is not None and os.access(keel, os.X_OK)
+    have_wrk = shutil.which("wrk") is not None
+
+    tmp = tempfile.mkdtemp(prefix="keel-serve-compare-")
+    repo, plain = os.path.join(tmp, "repo"), os.path.join(tmp, "repo-no-batching")
+    make = os.path.join(ROOT, "scripts", "make-serve-demo.py")
+    print("building the demo repositories ...", file=sys.stderr)
+    subprocess.run([sys.executable, make, repo], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([sys.executable, make, plain, "--no-batching", "--link-from", repo], check=True,
+                   stdout=subprocess.DEVNULL)
+
+    threads = ["--threads", str(args.threads)] if args.threads else []
+    peer = [sys.executable, os.path.join(HERE, "peer_server.py"), "--repo", repo, "--models", PEER_MODELS,
+            "--port", "{port}"]
+    servers = [] if args.peers_only else [
+        (KB, [keel, "serve", repo, "--http", "{port}", "--host", "127.0.0.1"] + threads, True),
+        (KN, [keel, "serve", plain, "--http", "{port}", "--host", "127.0.0.1"] + threads, False)]
+    servers += [(PA, peer + ["--mode", "sequential"], True), (PB, peer + ["--mode", "threaded"], True)]
+
+    rows, results, reference, notes = [], {}, {}, []
+
+    def attempt(label, what, run):
+        try:
+            return run()
+        except (RuntimeError, ValueError, OSError, subprocess.SubprocessError) as e:
+            notes.append(f"{label}: {what} FAILED: {e}")
+            print(f"  {what} failed: {e}", file=sys.stderr)
+
+    def record(label, workload, clients, run):
+        level = attempt(label, workload, run)
+        if level is not None:
+            rows.append((label, workload, clients, level))
+            results[(label, workload)] = level
+            print(f"  {workload}: {level['throughput_rps']:.1f} req/s, p99 {ms(level, 'p99_us') or '-'} ms",
+                  file=sys.stderr)
+
+    try:
+        for label, command, full in servers:
+            print(f"{label}: starting", file=sys.stderr)
+            server = Server(label, command, os.path.join(tmp, re.sub(r"\W+", "-", label).strip("-") + ".log"))
+            try:
+                server.wait_ready()
+                models = PEER_MODELS.split(",") + (["classify"] if label.startswith("keel") else [])
+                checked = attempt(label, "checks", lambda: smoke(server.url, models, reference))
+                if checked:
+                    notes.append(f"{label}: {checked}")
+                url = server.url
+                if can_bench:
+                    record(label, MIXED, 16, lambda: bench(keel, url, MIXED, 16, args.duration))
+                    if label.startswith("keel"):
+                        record(label, ALONE, 16, lambda: bench(keel, url, "resnet18", 16, args.duration))
+                    if full:
+                        short = min(args.duration, 10)
+                        record(label, "identity", 1, lambda: bench(keel, url, "identity", 1, short))
+                if full and have_wrk:
+                    record(label, "identity wrk", 16, lambda: wrk(url, args.wrk_duration))
+            finally:
+                rc = server.stop()
+                if rc not in (0, -signal.SIGTERM):
+                    notes.append(f"{label}: exited with {rc} on SIGTERM")
+    except BaseException:
+        print(f"stopped; the repositories and server logs are in {tmp}", file=sys.stderr)
+        raise
+
+    report = (f"## keel serve vs Python peers\n\n{environment()}; {args.duration} s per level, closed loop.\n\n"
+              + table(rows) + "\n\n" + ("" if args.peers_only else targets(results) + "\n\n")
+              + "\n".join(f"- {n}" for n in notes) + "\n")
+    print(report)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(report)
+    if args.keep:
+        print(f"kept {tmp}", file=sys.stderr)
+    else:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
