@@ -32,9 +32,10 @@ struct pending {
 
 using pending_ptr = std::unique_ptr<pending>;
 
-void answer(pending& p, std::vector<tensor> outputs, std::exception_ptr error) noexcept {
+void answer(pending& p, std::vector<tensor> outputs, std::exception_ptr error,
+            request_timing timing) noexcept {
   try {
-    p.done(std::move(outputs), std::move(error));
+    p.done(std::move(outputs), std::move(error), timing);
   } catch (...) {  // the callback's contract forbids throwing; a worker must not die of it
   }
 }
@@ -168,8 +169,9 @@ class model_scheduler::impl {
     }
     if (!found) return false;
     answer(*found, {},
-           std::make_exception_ptr(request_rejected(
-               fmt::format("model '{}': request {} cancelled", config_.name, id))));
+           std::make_exception_ptr(
+               request_rejected(fmt::format("model '{}': request {} cancelled", config_.name, id))),
+           {micros(clock::now() - found->arrived), 0});
     return true;
   }
 
@@ -243,7 +245,8 @@ class model_scheduler::impl {
     for (pending_ptr& p : expired)
       answer(*p, {},
              std::make_exception_ptr(request_rejected(fmt::format(
-                 "model '{}': request {} timed out in the queue", config_.name, p->id))));
+                 "model '{}': request {} timed out in the queue", config_.name, p->id))),
+             {micros(clock::now() - p->arrived), 0});
   }
 
   void work(model_instance& instance) {
@@ -333,7 +336,9 @@ class model_scheduler::impl {
         }
       }
     }
-    for (std::size_t r = 0; r < batch.size(); ++r) answer(*batch[r], std::move(answers[r]), failed);
+    for (std::size_t r = 0; r < batch.size(); ++r)
+      answer(*batch[r], std::move(answers[r]), failed,
+             {micros(started - batch[r]->arrived), micros(finished - started)});
   }
 
   const model_config config_;
@@ -361,13 +366,13 @@ ticket model_scheduler::submit(infer_request request) {
   auto promise = std::make_shared<std::promise<std::vector<tensor>>>();
   ticket t;
   t.outputs = promise->get_future();
-  t.id = impl_->submit(std::move(request),
-                       [promise](std::vector<tensor> outputs, std::exception_ptr error) {
-                         if (error)
-                           promise->set_exception(std::move(error));
-                         else
-                           promise->set_value(std::move(outputs));
-                       });
+  t.id = impl_->submit(std::move(request), [promise](std::vector<tensor> outputs,
+                                                     std::exception_ptr error, request_timing) {
+    if (error)
+      promise->set_exception(std::move(error));
+    else
+      promise->set_value(std::move(outputs));
+  });
   return t;
 }
 

@@ -275,13 +275,13 @@ class server::impl {
       const std::lock_guard<std::mutex> lock(mutex_);
       live_[id] = live_request{v, s, 0, nullptr};
     }
-    auto finished = [this, v, id, done = std::move(done)](std::vector<tensor> outputs,
-                                                          std::exception_ptr error) {
+    auto finished = [this, v, id, done = std::move(done)](
+                        std::vector<tensor> outputs, std::exception_ptr error, request_timing t) {
       {
         const std::lock_guard<std::mutex> lock(mutex_);
         live_.erase(id);
       }
-      done(std::move(outputs), error);
+      done(std::move(outputs), error, t);
       // Released only now: what `done` started (an ensemble's next step) still counts as this
       // version's work, so it is not evicted from under its own worker.
       release(*v, error == nullptr);
@@ -669,14 +669,14 @@ class server::impl::ensemble_run : public std::enable_shared_from_this<ensemble_
         for (const tensor_spec& in : c.inputs)
           r.inputs.push_back(tensors_.at(step.input_map.at(in.name)));
         auto self = shared_from_this();
-        step_ids_.insert(server_
-                             .submit(step.model_name, step.model_version, std::move(r),
-                                     [self, i, outputs = c.outputs](std::vector<tensor> out,
-                                                                    std::exception_ptr error) {
-                                       self->step_done(i, outputs, std::move(out),
-                                                       std::move(error));
-                                     })
-                             .id);
+        step_ids_.insert(
+            server_
+                .submit(step.model_name, step.model_version, std::move(r),
+                        [self, i, outputs = c.outputs](std::vector<tensor> out,
+                                                       std::exception_ptr error, request_timing t) {
+                          self->step_done(i, outputs, std::move(out), std::move(error), t);
+                        })
+                .id);
       } catch (...) {
         --outstanding_;
         finish(lock, std::current_exception());
@@ -697,17 +697,19 @@ class server::impl::ensemble_run : public std::enable_shared_from_this<ensemble_
     }
     finished_ = true;
     lock.unlock();
-    done_(error ? std::vector<tensor>{} : std::move(outputs), error);
+    done_(error ? std::vector<tensor>{} : std::move(outputs), error, timing_);
     lock.lock();
   }
 
   void step_done(std::size_t i, const std::vector<tensor_spec>& specs, std::vector<tensor> out,
-                 std::exception_ptr error) {
+                 std::exception_ptr error, request_timing t) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    timing_.queue_us += t.queue_us;
+    timing_.compute_us += t.compute_us;
     if (error) {
-      finish_with(error);
+      if (!finished_) finish(lock, error);
       return;
     }
-    std::unique_lock<std::mutex> lock(mutex_);
     --outstanding_;
     const ensemble_step& step = config_->ensemble[i];
     for (std::size_t k = 0; k < specs.size() && k < out.size(); ++k)
@@ -731,7 +733,7 @@ class server::impl::ensemble_run : public std::enable_shared_from_this<ensemble_
     const std::vector<std::uint64_t> steps(step_ids_.begin(), step_ids_.end());
     lock.unlock();
     for (const std::uint64_t id : steps) server_.cancel(id);
-    done_({}, std::move(error));
+    done_({}, std::move(error), timing_);
     lock.lock();
   }
 
@@ -744,6 +746,7 @@ class server::impl::ensemble_run : public std::enable_shared_from_this<ensemble_
   std::map<std::string, tensor> tensors_;
   std::vector<bool> started_;
   std::set<std::uint64_t> step_ids_;
+  request_timing timing_;  // summed over the steps answered
   int outstanding_ = 0;
   bool finished_ = false;
 };
@@ -780,8 +783,8 @@ std::uint64_t server::impl::run_ensemble(const model_ptr& m, const version_ptr& 
   const std::uint64_t id = ++next_id_;
   auto run = std::make_shared<ensemble_run>(
       *this, m->config, request.priority, request.timeout_us,
-      [this, v, id, rows, arrived, done = std::move(done)](std::vector<tensor> outputs,
-                                                           std::exception_ptr error) {
+      [this, v, id, rows, arrived, done = std::move(done)](
+          std::vector<tensor> outputs, std::exception_ptr error, request_timing t) {
         {
           const std::lock_guard<std::mutex> lock(mutex_);
           live_.erase(id);
@@ -794,7 +797,7 @@ std::uint64_t server::impl::run_ensemble(const model_ptr& m, const version_ptr& 
             v->retired.request_us += micros_since(arrived);
           }
         }
-        done(std::move(outputs), error);
+        done(std::move(outputs), error, t);
         release(*v, error == nullptr);
       });
   {
@@ -813,9 +816,12 @@ infer_handle server::infer(std::string_view model, std::int64_t version, infer_r
   infer_handle h;
   h.model = std::string(model);
   h.outputs = promise->get_future();
+  h.timing = std::make_shared<request_timing>();
   const auto accepted =
       impl_->submit(model, version, std::move(request),
-                    [promise](std::vector<tensor> outputs, std::exception_ptr error) {
+                    [promise, timing = h.timing](std::vector<tensor> outputs,
+                                                 std::exception_ptr error, request_timing t) {
+                      *timing = t;  // before the future is ready: visible to whoever get()s it
                       if (error)
                         promise->set_exception(std::move(error));
                       else

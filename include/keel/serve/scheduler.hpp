@@ -51,9 +51,17 @@ struct infer_request {
   std::uint64_t timeout_us = 0;  // 0: the queue policy's
 };
 
-// Gets the outputs (error null) or the error that ended the request (outputs empty). Must not
-// throw: what it throws is dropped.
-using infer_callback = std::function<void(std::vector<tensor> outputs, std::exception_ptr error)>;
+// Where a request's time went: queued (arrival to the start of its batch's run, or to its
+// answer when it never ran) and computing (its batch's run).
+struct request_timing {
+  std::uint64_t queue_us = 0;
+  std::uint64_t compute_us = 0;
+};
+
+// Gets the outputs (error null) or the error that ended the request (outputs empty), and the
+// request's timing. Must not throw: what it throws is dropped.
+using infer_callback = std::function<void(std::vector<tensor> outputs, std::exception_ptr error,
+                                          request_timing timing)>;
 
 struct ticket {
   std::uint64_t id = 0;

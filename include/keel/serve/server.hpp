@@ -85,6 +85,9 @@ struct infer_handle {
   std::int64_t version = 0;
   std::uint64_t id = 0;
   std::future<std::vector<tensor>> outputs;
+  // Filled before `outputs` is ready: the request's queue and compute time (an ensemble's
+  // summed over its steps).
+  std::shared_ptr<request_timing> timing;
 };
 
 class server {

@@ -4,12 +4,16 @@
 #include <httplib.h>
 #include <pthread.h>
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <charconv>
+#include <chrono>
 #include <csignal>
 #include <cstring>
 #include <optional>
+#include <span>
 #include <string_view>
 #include <thread>
 #include <vector>
@@ -21,6 +25,12 @@ namespace keel::serve {
 namespace {
 
 constexpr const char* k_json = "application/json";
+
+using clock = std::chrono::steady_clock;
+
+// When the request this thread handles had its headers read (httplib handles a request on
+// one thread from headers to response).
+thread_local clock::time_point t_received;
 
 void send_json(httplib::Response& res, const nlohmann::json& document) {
   res.set_content(document.dump(), k_json);
@@ -119,6 +129,33 @@ sigset_t stop_signals() {
   return set;
 }
 
+// The server's own time per successful infer request, compute excluded (HTTP parsing and
+// writing, decoding, queueing, batching): the last k_size samples, lock-free.
+class overhead_samples {
+ public:
+  static constexpr std::size_t k_size = 1 << 16;
+  void record(std::uint64_t us) noexcept {
+    const std::uint64_t at = next_.fetch_add(1, std::memory_order_relaxed);
+    samples_[at % k_size].store(us, std::memory_order_relaxed);
+  }
+  // The p-quantiles (p in [0, 1]) of the samples; empty before the first.
+  std::vector<double> quantiles(std::span<const double> ps) const {
+    const std::size_t n = std::min<std::uint64_t>(next_.load(), k_size);
+    if (n == 0) return {};
+    std::vector<std::uint64_t> v(n);
+    for (std::size_t i = 0; i < n; ++i) v[i] = samples_[i].load(std::memory_order_relaxed);
+    std::sort(v.begin(), v.end());
+    std::vector<double> out;
+    for (const double p : ps)
+      out.push_back(static_cast<double>(v[std::min(n - 1, static_cast<std::size_t>(p * n))]));
+    return out;
+  }
+
+ private:
+  std::atomic<std::uint64_t> next_{0};
+  std::array<std::atomic<std::uint64_t>, k_size> samples_{};
+};
+
 }  // namespace
 
 class http_server::impl {
@@ -133,13 +170,25 @@ class http_server::impl {
     };
     http_.Get(R"(/v2(/.*)?)", get);
     http_.Post(R"(/v2/.*)", post);
+    // Called once the request's headers are read, before its body: the start of the server's
+    // time for it. A POST without a body (curl -X POST .../repository/index) has no
+    // Content-Length, which the library would refuse: it is routed here.
+    http_.set_pre_routing_handler([post](const httplib::Request& req, httplib::Response& res) {
+      t_received = clock::now();
+      if (req.method != "POST" || req.has_header("Content-Length") ||
+          req.has_header("Transfer-Encoding"))
+        return httplib::Server::HandlerResponse::Unhandled;
+      post(req, res);
+      return httplib::Server::HandlerResponse::Handled;
+    });
     port_ = bind(http_, options_.port, "HTTP");
     if (options_.metrics_port >= 0) {
       configure(metrics_);
       metrics_.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
         guarded(res, [&] {
           res.set_content(prometheus_metrics(models_.models(), models_.threads(),
-                                             models_.memory_budget(), models_.resident_bytes()),
+                                             models_.memory_budget(), models_.resident_bytes()) +
+                              overhead_summary(),
                           "text/plain; version=0.0.4");
         });
       });
@@ -164,6 +213,19 @@ class http_server::impl {
   int metrics_port() const noexcept { return metrics_port_; }
 
  private:
+  // keel_http_overhead_us: a Prometheus summary of the recent requests' server overhead.
+  std::string overhead_summary() const {
+    static constexpr double k_quantiles[] = {0.5, 0.9, 0.99};
+    const std::vector<double> q = overhead_.quantiles(k_quantiles);
+    std::string out =
+        "# HELP keel_http_overhead_us Server time per successful infer request, compute "
+        "excluded (HTTP, decoding, queue, batcher), over the last 65536 requests\n"
+        "# TYPE keel_http_overhead_us summary\n";
+    for (std::size_t i = 0; i < q.size(); ++i)
+      out += fmt::format("keel_http_overhead_us{{quantile=\"{}\"}} {}\n", k_quantiles[i], q[i]);
+    return out;
+  }
+
   void configure(httplib::Server& s) const {
     const std::size_t threads = static_cast<std::size_t>(std::max(1, options_.connection_threads));
     s.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
@@ -270,6 +332,10 @@ class http_server::impl {
     } else {
       res.set_content(body.body, k_json);
     }
+    const auto total =
+        std::chrono::duration_cast<std::chrono::microseconds>(clock::now() - t_received);
+    overhead_.record(static_cast<std::uint64_t>(std::max<std::int64_t>(0, total.count())) -
+                     std::min<std::uint64_t>(h.timing->compute_us, total.count()));
   }
 
   server& models_;
@@ -280,6 +346,7 @@ class http_server::impl {
   int metrics_port_ = -1;
   std::atomic<bool> draining_{false};
   std::atomic<int> in_flight_{0};
+  overhead_samples overhead_;
   std::vector<std::thread> listeners_;
 };
 
