@@ -15,6 +15,10 @@ packages=(
   python3 python3-dev pybind11-dev python3-pytest python3-numpy python3-pandas
   python3-setuptools python3-pip python3-venv
   python3-torch python3-torchvision python3-onnx libtorch-dev
+  # an optimized BLAS under libtorch's GEMMs (Debian's default libblas3 is the reference one,
+  # ~15x slower on every nn.Linear); the OpenMP build follows each thread's OpenMP setting,
+  # which is how keel serve shares its thread budget
+  libopenblas0-openmp
   # keel::serve: the HTTP front; its benchmarks' load tool and Python peer server
   libcpp-httplib-dev wrk python3-flask
   # keel.dist: jobs on Dask and Celery (a Redis broker), and their tests' services

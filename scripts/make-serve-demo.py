@@ -171,10 +171,10 @@ def resnet18():
 # where inputs/outputs are [(name, TYPE, dims)].
 FP32, INT64, UINT8 = "TYPE_FP32", "TYPE_INT64", "TYPE_UINT8"
 MODELS = {
-    "resnet18": (16, [("INPUT__0", FP32, [3, 224, 224])], [("OUTPUT__0", FP32, [1000])], ([4, 8], 2000)),
+    "resnet18": (16, [("INPUT__0", FP32, [3, 224, 224])], [("OUTPUT__0", FP32, [1000])], ([8, 16], 2000)),
     "bert": (8, [("input_ids", INT64, [128]), ("attention_mask", INT64, [128])],
-             [("pooled", FP32, [768])], ([2, 4], 2000)),
-    "gpt2": (16, [("input_ids", INT64, [-1])], [("logits", FP32, [50257])], ([4, 8], 1000)),
+             [("pooled", FP32, [768])], ([4, 8], 2000)),
+    "gpt2": (16, [("input_ids", INT64, [-1])], [("logits", FP32, [50257])], ([8, 16], 1000)),
     "preprocess": (16, [("IMAGE", UINT8, [224, 224, 3])], [("PIXELS", FP32, [3, 224, 224])], None),
     "topk": (16, [("LOGITS", FP32, [1000])], [("SCORES", FP32, [5]), ("CLASSES", INT64, [5])], None),
     "identity": (8, [("INPUT0", FP32, [16])], [("OUTPUT0", FP32, [16])], None),
