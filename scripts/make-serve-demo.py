@@ -186,6 +186,7 @@ CLASSIFY = [
     ("topk", {"LOGITS": "logits"}, {"SCORES": "SCORES", "CLASSES": "CLASSES"}),
 ]
 WARMUP_VARIABLE_EXTENT = 8  # what a -1 dim is in the warmup sample
+QUEUE_LIMIT = 32  # requests queued per batching model; beyond, 503 at once (overload)
 
 
 def dims(d):
@@ -205,7 +206,8 @@ def config_text(name, batching):
             + "instance_group [ { count: 1, kind: KIND_CPU } ]\n")
     if batching and dyn:
         text += (f"dynamic_batching {{\n  preferred_batch_size: {dims(dyn[0])}\n"
-                 f"  max_queue_delay_microseconds: {dyn[1]}\n}}\n")
+                 f"  max_queue_delay_microseconds: {dyn[1]}\n"
+                 f"  default_queue_policy {{ max_queue_size: {QUEUE_LIMIT} }}\n}}\n")
     samples = "\n".join(
         f'    inputs {{ key: "{n}" value {{ data_type: {t}, '
         f"dims: {dims([WARMUP_VARIABLE_EXTENT if x < 0 else x for x in d])}, zero_data: true }} }}"

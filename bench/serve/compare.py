@@ -33,6 +33,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.parse
 
@@ -169,9 +170,9 @@ def smoke(url, models, reference):
 # ---------------------------------------------------------------- load
 
 
-def bench(keel, url, models, concurrency, duration):
+def bench(keel, url, models, concurrency, duration, rate=0):
     cmd = [keel, "serve", "bench", url, "--model", models, "--concurrency", str(concurrency),
-           "--duration", str(duration), "--json"]
+           "--duration", str(duration), "--rate", str(rate), "--json"]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=duration * 3 + 120)
     if r.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)}: rc {r.returncode}: {r.stderr.strip()[-1000:]}")
@@ -185,6 +186,59 @@ def overhead(server):
     if status != 200 or not m:
         raise RuntimeError(f"/metrics has no keel_http_overhead_us (HTTP {status})")
     return float(m.group(1))
+
+
+def rss_mib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(l.split()[1]) for l in f if l.startswith("VmRSS:")) / 1024
+
+
+def overload(keel, server, sustainable, seconds):
+    """resnet18 at 4x the sustainable rate (128 clients, open loop) for `seconds`: how fast the
+    queue limit's 503s come back, and the server's RSS sampled every second."""
+    samples, stop = [], threading.Event()
+
+    def watch():
+        while not stop.is_set():
+            samples.append(rss_mib(server.proc.pid))
+            stop.wait(1)
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        level = bench(keel, server.url, "resnet18", 128, seconds, rate=4 * sustainable)
+    finally:
+        stop.set()
+        watcher.join()
+    settled = samples[min(10, len(samples) - 1)]  # after the first 10 s (batches reach full size)
+    level.update(rss_settled_mib=settled, rss_end_mib=samples[-1], rss_max_mib=max(samples))
+    return level
+
+
+CEILING = """
+import sys, time, torch
+torch.set_num_threads(int(sys.argv[2]))
+m = torch.jit.load(sys.argv[1])
+best = {}
+with torch.inference_mode():
+    for n in (1, 8, 16, 1, 8, 16):
+        x = torch.randn(n, 3, 224, 224)
+        m(x)
+        t, k = time.perf_counter(), 0
+        while time.perf_counter() - t < 4:
+            m(x)
+            k += 1
+        best[n] = max(best.get(n, 0), n * k / (time.perf_counter() - t))
+print(best[1], max(best[8], best[16]))
+"""
+
+
+def batching_ceiling(repo, threads):
+    """resnet18 run directly by torch in one process, no server: rows/s at batch 1 and at the
+    better of 8 and 16. Their ratio bounds what any batching server can gain on this machine."""
+    r = subprocess.run([sys.executable, "-c", CEILING, os.path.join(repo, "resnet18", "1", "model.pt"),
+                        str(threads)], capture_output=True, text=True, timeout=300, check=True)
+    one, batched = map(float, r.stdout.split())
+    return {"throughput_rps": batched, "batch1_rps": one}
 
 
 def wrk(url, seconds):
@@ -206,7 +260,7 @@ def ms(level, key):
 
 
 COLUMNS = ["requests", "errors", "req/s", "p50 ms", "p90 ms", "p99 ms", "server queue ms", "server compute ms",
-           "server overhead p50 ms"]
+           "server overhead p50 ms", "errors p99 ms", "RSS MiB (10 s / end / max)"]
 
 
 def table(rows):
@@ -215,19 +269,26 @@ def table(rows):
     for server, workload, clients, lv in rows:
         cells = [lv.get("requests", ""), lv.get("errors", ""), f"{lv['throughput_rps']:.1f}"]
         cells += [ms(lv, k) for k in ("p50_us", "p90_us", "p99_us", "server_queue_us", "server_compute_us",
-                                      "server_overhead_p50_us")]
+                                      "server_overhead_p50_us", "error_p99_us")]
+        cells.append("" if "rss_end_mib" not in lv else
+                     f"{lv['rss_settled_mib']:.0f} / {lv['rss_end_mib']:.0f} / {lv['rss_max_mib']:.0f}")
         lines.append(f"| {server} | {workload} | {clients} | " + " | ".join(map(str, cells)) + " |")
     return "\n".join(lines)
 
 
 KB, KN, PA, PB = "keel (batching)", "keel (no batching)", "peer a (sequential)", "peer b (threaded)"
 ALONE = "resnet18 alone"
+OVERLOAD = "resnet18 at 4x its rate"
+TORCH = "torch direct (no server)"
 OPS = {">=": float.__ge__, "<=": float.__le__, "<": float.__lt__}
 
 
 def targets(results):
     def get(server, workload, key):
         return results.get((server, workload), {}).get(key)
+
+    def ratio_of(a, b):
+        return None if not a or not b else a / b
 
     def ratio(server_a, server_b, workload, key):
         a, b = get(server_a, workload, key), get(server_b, workload, key)
@@ -238,9 +299,16 @@ def targets(results):
         ("throughput keel / peer a (mixed, 16 clients)", ratio(KB, PA, MIXED, "throughput_rps"), ">= 1.5"),
         ("p99 keel / peer b (mixed, 16 clients)", ratio(KB, PB, MIXED, "p99_us"), "<= 1"),
         ("resnet18 throughput batching on / off", ratio(KB, KN, ALONE, "throughput_rps"), ">= 1.5"),
+        ("  the model's own ceiling: torch direct, batch 8/16 vs 1",
+         ratio_of(get(TORCH, ALONE, "throughput_rps"), get(TORCH, ALONE, "batch1_rps")), ">= 1.5"),
         ("identity median server overhead (HTTP + queue + batcher), us",
          get(KB, "identity", "server_overhead_p50_us"), "< 100"),
         ("wrk identity JSON req/s", get(KB, "identity wrk", "throughput_rps"), ">= 10000"),
+        ("overload: the queue limit's errors answered, p99 ms",
+         None if get(KB, OVERLOAD, "error_p99_us") is None else get(KB, OVERLOAD, "error_p99_us") / 1000,
+         "< 10"),
+        ("overload: RSS at the end / after 10 s", ratio_of(get(KB, OVERLOAD, "rss_end_mib"),
+                                                           get(KB, OVERLOAD, "rss_settled_mib")), "<= 1.05"),
     ]
     lines = ["| target | measured | goal | met |", "|---|---:|---|---|"]
     for name, value, goal in checks:
@@ -268,6 +336,7 @@ def main():
     ap.add_argument("--keel", help="the keel executable (load generator, and the server unless --peers-only)")
     ap.add_argument("--duration", type=int, default=30, help="seconds per load level")
     ap.add_argument("--wrk-duration", type=int, default=10)
+    ap.add_argument("--overload-duration", type=int, default=60, help="seconds at 4x the sustainable rate")
     ap.add_argument("--threads", type=int, help="keel serve --threads")
     ap.add_argument("--out", help="also write the markdown here")
     ap.add_argument("--peers-only", action="store_true", help="skip the keel servers")
@@ -313,6 +382,9 @@ def main():
             print(f"  {workload}: {level['throughput_rps']:.1f} req/s, p99 {ms(level, 'p99_us') or '-'} ms",
                   file=sys.stderr)
 
+    if not args.peers_only:
+        print(f"{TORCH}: resnet18 at batch 1, 8 and 16", file=sys.stderr)
+        record(TORCH, ALONE, 1, lambda: batching_ceiling(repo, args.threads or os.cpu_count()))
     try:
         for label, command, full in servers:
             print(f"{label}: starting", file=sys.stderr)
@@ -334,6 +406,10 @@ def main():
                     record(label, MIXED, 16, lambda: bench(keel, url, MIXED, 16, args.duration))
                     if label.startswith("keel"):
                         record(label, ALONE, 16, lambda: bench(keel, url, "resnet18", 16, args.duration))
+                    if label == KB and (label, ALONE) in results:
+                        sustainable = results[(label, ALONE)]["throughput_rps"]
+                        record(label, OVERLOAD, 128,
+                               lambda: overload(keel, server, sustainable, args.overload_duration))
                 if full and have_wrk:
                     record(label, "identity wrk", 16, lambda: wrk(url, args.wrk_duration))
             finally:

@@ -212,7 +212,7 @@ struct window {
 };
 
 struct client_result {
-  std::vector<double> latency_us;
+  std::vector<double> latency_us, error_latency_us;
   std::uint64_t errors = 0;
   std::string first_error;
 };
@@ -236,10 +236,12 @@ void run_client(const std::string& url, const target& t, const window& w,
     const httplib::Result res = c.Post(t.path, headers, t.request.body, content_type);
     const clock::time_point done = clock::now();
     if (done < w.measure || done >= w.end) continue;
+    const double us = std::chrono::duration<double, std::micro>(done - due).count();
     if (std::string error = check_response(res); error.empty()) {
-      out.latency_us.push_back(std::chrono::duration<double, std::micro>(done - due).count());
-    } else if (out.errors++ == 0) {
-      out.first_error = std::move(error);
+      out.latency_us.push_back(us);
+    } else {
+      out.error_latency_us.push_back(us);
+      if (out.errors++ == 0) out.first_error = std::move(error);
     }
   }
 }
@@ -296,9 +298,10 @@ bench_level run_level(const bench_options& o, const std::vector<target>& targets
   bench_level level;
   level.concurrency = concurrency;
   level.rate = o.rate;
-  std::vector<double> latency;
+  std::vector<double> latency, error_latency;
   for (client_result& r : results) {
     latency.insert(latency.end(), r.latency_us.begin(), r.latency_us.end());
+    error_latency.insert(error_latency.end(), r.error_latency_us.begin(), r.error_latency_us.end());
     if (level.errors == 0 && r.errors > 0) level.first_error = std::move(r.first_error);
     level.errors += r.errors;
   }
@@ -308,6 +311,9 @@ bench_level run_level(const bench_options& o, const std::vector<target>& targets
   level.p50_us = percentile(latency, 50);
   level.p90_us = percentile(latency, 90);
   level.p99_us = percentile(latency, 99);
+  std::sort(error_latency.begin(), error_latency.end());
+  level.error_p50_us = percentile(error_latency, 50);
+  level.error_p99_us = percentile(error_latency, 99);
   if (!latency.empty())
     level.mean_us =
         std::accumulate(latency.begin(), latency.end(), 0.0) / static_cast<double>(latency.size());
@@ -355,7 +361,11 @@ nlohmann::json to_json(const bench_report& report) {
               {"p90_us", l.p90_us},
               {"p99_us", l.p99_us},
               {"mean_us", l.mean_us}};
-    if (!l.first_error.empty()) j["first_error"] = l.first_error;
+    if (l.errors > 0) {
+      j["first_error"] = l.first_error;
+      j["error_p50_us"] = l.error_p50_us;
+      j["error_p99_us"] = l.error_p99_us;
+    }
     if (l.server_queue_us) j["server_queue_us"] = *l.server_queue_us;
     if (l.server_compute_us) j["server_compute_us"] = *l.server_compute_us;
     levels.push_back(std::move(j));
@@ -377,7 +387,9 @@ std::string to_text(const bench_report& report) {
       out += fmt::format("; server queue {:.0f} us, compute {:.0f} us", *l.server_queue_us,
                          *l.server_compute_us);
     out += '\n';
-    if (l.errors > 0) out += fmt::format("  errors: {} (first: {})\n", l.errors, l.first_error);
+    if (l.errors > 0)
+      out += fmt::format("  errors: {}, answered in p50 {:.0f} us, p99 {:.0f} us (first: {})\n",
+                         l.errors, l.error_p50_us, l.error_p99_us, l.first_error);
   }
   return out;
 }

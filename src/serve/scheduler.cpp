@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -299,8 +300,16 @@ class model_scheduler::impl {
       }
       std::vector<tensor> outputs;
       {
-        const thread_budget::lease lease = budget_.acquire();
+        const auto per_row = us_per_row_.load(std::memory_order_relaxed);
+        const thread_budget::lease lease =
+            budget_.acquire(static_cast<std::uint64_t>(per_row * static_cast<double>(rows)));
+        const auto ran = clock::now();
         outputs = instance.run(joined, lease.threads());
+        // What the budget expects of this model's next run: a moving average per row.
+        const double took =
+            static_cast<double>(micros(clock::now() - ran)) / static_cast<double>(rows);
+        us_per_row_.store(per_row == 0 ? took : 0.8 * per_row + 0.2 * took,
+                          std::memory_order_relaxed);
       }
       if (batch.size() == 1) {
         answers[0] = std::move(outputs);
@@ -344,6 +353,7 @@ class model_scheduler::impl {
   const model_config config_;
   std::vector<std::unique_ptr<model_instance>> instances_;
   thread_budget& budget_;
+  std::atomic<double> us_per_row_{0};  // run time per row, averaged (workers race benignly)
   std::int64_t target_rows_ = 1;
   mutable std::mutex mutex_;
   std::condition_variable changed_;

@@ -197,5 +197,36 @@ TEST(ThreadBudget, SharesFairlyAndNeverOverCommits) {
   EXPECT_THROW(thread_budget(0), invalid_argument);
 }
 
+// Two runs wait on a budget whose only thread is leased; which goes first when it frees?
+std::vector<int> order_of(std::uint64_t first_expected_us, std::uint64_t second_expected_us,
+                          std::chrono::milliseconds between) {
+  thread_budget b(1);
+  auto held = std::make_unique<thread_budget::lease>(b.acquire());
+  std::mutex m;
+  std::vector<int> order;
+  auto wait = [&](int who, std::uint64_t expected) {
+    const thread_budget::lease l = b.acquire(expected);
+    const std::lock_guard<std::mutex> lock(m);
+    order.push_back(who);
+  };
+  std::thread first(wait, 1, first_expected_us);
+  std::this_thread::sleep_for(between);
+  std::thread second(wait, 2, second_expected_us);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  held.reset();
+  first.join();
+  second.join();
+  return order;
+}
+
+TEST(ThreadBudget, TheShortestExpectedRunGoesFirstAgedByItsWait) {
+  // A 10 ms run that arrived later goes before a 1 s one.
+  EXPECT_EQ(order_of(1'000'000, 10'000, std::chrono::milliseconds(5)), (std::vector<int>{2, 1}));
+  // A 50 ms run that has waited 200 ms longer goes before a fresh 10 ms one.
+  EXPECT_EQ(order_of(50'000, 10'000, std::chrono::milliseconds(200)), (std::vector<int>{1, 2}));
+  // Unknown (0) expectations: arrival order.
+  EXPECT_EQ(order_of(0, 0, std::chrono::milliseconds(5)), (std::vector<int>{1, 2}));
+}
+
 }  // namespace
 }  // namespace keel::serve

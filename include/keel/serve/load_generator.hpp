@@ -56,6 +56,7 @@ struct bench_level {
   std::uint64_t requests = 0;  // answered successfully in the window
   std::uint64_t errors = 0;
   std::string first_error;
+  double error_p50_us = 0, error_p99_us = 0;  // how fast the errors came back
   double throughput_rps = 0;
   double p50_us = 0, p90_us = 0, p99_us = 0, mean_us = 0;  // over successful requests
   // Per successful request, from the server's statistics; absent when it has none.
@@ -71,6 +72,7 @@ struct bench_report {
 bench_report run_bench(const bench_options& options);
 
 // {"url", "models", "levels": [{"concurrency", "rate", "requests", "errors", "first_error"?,
+// "error_p50_us"?, "error_p99_us"? (the three with errors),
 // "throughput_rps", "p50_us", "p90_us", "p99_us", "mean_us", "server_queue_us"?,
 // "server_compute_us"?}]}.
 nlohmann::json to_json(const bench_report& report);

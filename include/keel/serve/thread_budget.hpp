@@ -5,10 +5,20 @@
 // grants at least one thread and at most a fair share: the free threads, capped at
 // total / (instances holding or waiting for a lease), so one busy model gets every core and
 // four busy models a quarter each. acquire() blocks while every thread is leased. Leases
-// granted never sum above total(). Thread-safe.
+// granted never sum above total().
+//
+// When threads free up and several runs wait, the one expected to finish first goes first
+// (shortest job first, which answers the most requests per second and keeps a fast model's
+// latency from queueing behind a slow one's), aged: a run's claim is its expected time minus
+// how long it has waited, so a long run waits at most about the difference between its
+// expected time and the others'. Runs that expect nothing (0) go in arrival order.
+// Thread-safe.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
+#include <cstdint>
+#include <list>
 #include <mutex>
 
 namespace keel::serve {
@@ -35,18 +45,25 @@ class thread_budget {
     int threads_;
   };
 
-  lease acquire();
+  // `expected_us`: how long the run is expected to take (0: unknown).
+  lease acquire(std::uint64_t expected_us = 0);
   int total() const noexcept { return total_; }
   int leased() const;  // threads out on leases now
 
  private:
+  struct waiter {
+    std::chrono::steady_clock::time_point since;
+    std::uint64_t expected_us;
+  };
   void release(int threads);
+  // Under the lock: whether `w` has the best claim among the waiters.
+  bool first(const waiter& w, std::chrono::steady_clock::time_point now) const;
   const int total_;
   mutable std::mutex mutex_;
   std::condition_variable freed_;
   int free_;
   int holders_ = 0;
-  int waiting_ = 0;
+  std::list<waiter> waiting_;
 };
 
 // The default budget: KEEL_SERVE_THREADS when set (a positive integer, else
