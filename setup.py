@@ -39,6 +39,10 @@ class CMakeBuild(build_ext):
         target = pathlib.Path(self.get_ext_fullpath(ext.name))
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(built, target)
+        # keel serve's TorchScript backend, a module the extension loads from its own folder.
+        backend = built.parent / "libkeel_serve_torchscript.so"
+        if backend.exists():
+            shutil.copy2(backend, target.parent / backend.name)
 
 
 setup(ext_modules=[CMakeExtension("keel._keel")], cmdclass={"build_ext": CMakeBuild})

@@ -19,19 +19,35 @@ thread_budget::thread_budget(int threads) : total_(threads), free_(threads) {
 
 namespace {
 
+using clock = std::chrono::steady_clock;
+
 // A run's claim: its expected time less its wait; the smallest goes first.
-std::int64_t claim(std::chrono::steady_clock::time_point since, std::uint64_t expected_us,
-                   std::chrono::steady_clock::time_point now) {
+std::int64_t claim(clock::time_point since, std::uint64_t expected_us, clock::time_point now) {
   return static_cast<std::int64_t>(expected_us) -
          std::chrono::duration_cast<std::chrono::microseconds>(now - since).count();
 }
 
+// A run is "long" next to a short one k_long_ratio times shorter; the short one keeps the last
+// free thread for k_grace (its expected time twice, plus this) after it last took one.
+constexpr std::uint64_t k_long_ratio = 4;
+constexpr std::chrono::microseconds k_grace_extra{2000};
+
 }  // namespace
 
-bool thread_budget::first(const waiter& w, std::chrono::steady_clock::time_point now) const {
+int thread_budget::share() const {
+  return std::max(1, total_ / (holders_ + static_cast<int>(waiting_.size())));
+}
+
+bool thread_budget::held_back(const waiter& w, clock::time_point now) const {
+  return holders_ > 0 && free_ <= share() && now < short_until_ &&
+         w.expected_us > k_long_ratio * short_us_;
+}
+
+bool thread_budget::first(const waiter& w, clock::time_point now) const {
+  if (free_ == 0 || held_back(w, now)) return false;
   const std::int64_t mine = claim(w.since, w.expected_us, now);
   for (const waiter& other : waiting_) {
-    if (&other == &w) continue;
+    if (&other == &w || held_back(other, now)) continue;
     const std::int64_t theirs = claim(other.since, other.expected_us, now);
     if (theirs < mine || (theirs == mine && other.since < w.since)) return false;
   }
@@ -40,14 +56,23 @@ bool thread_budget::first(const waiter& w, std::chrono::steady_clock::time_point
 
 thread_budget::lease thread_budget::acquire(std::uint64_t expected_us) {
   std::unique_lock<std::mutex> lock(mutex_);
-  const auto me =
-      waiting_.insert(waiting_.end(), waiter{std::chrono::steady_clock::now(), expected_us});
-  freed_.wait(lock, [&] { return free_ > 0 && first(*me, std::chrono::steady_clock::now()); });
+  const auto me = waiting_.insert(waiting_.end(), waiter{clock::now(), expected_us});
+  for (clock::time_point now = clock::now(); !first(*me, now); now = clock::now()) {
+    if (free_ > 0 && held_back(*me, now))
+      freed_.wait_until(lock, short_until_);  // the short model's grace ends then
+    else
+      freed_.wait(lock);
+  }
+  const int granted = std::min(free_, share());
   waiting_.erase(me);
-  const int share = std::max(1, total_ / (holders_ + static_cast<int>(waiting_.size()) + 1));
-  const int granted = std::min(free_, share);
   free_ -= granted;
   ++holders_;
+  const clock::time_point now = clock::now();
+  if (expected_us > 0 && (now >= short_until_ || expected_us <= k_long_ratio * short_us_)) {
+    // The shortest model running lately: a long run leaves it the last thread for a while.
+    if (now >= short_until_ || expected_us < short_us_) short_us_ = expected_us;
+    short_until_ = now + 2 * std::chrono::microseconds(short_us_) + k_grace_extra;
+  }
   const bool left = free_ > 0;
   lock.unlock();
   if (left) freed_.notify_all();  // the next waiter may take what is left

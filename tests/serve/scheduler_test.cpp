@@ -228,5 +228,38 @@ TEST(ThreadBudget, TheShortestExpectedRunGoesFirstAgedByItsWait) {
   EXPECT_EQ(order_of(0, 0, std::chrono::milliseconds(5)), (std::vector<int>{1, 2}));
 }
 
+TEST(ThreadBudget, ALongRunLeavesTheLastThreadToAShortModelForAWhile) {
+  using std::chrono::milliseconds;
+  thread_budget b(2);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::mutex m;
+  std::vector<std::pair<int, milliseconds>> got;         // who took a lease, when
+  auto take = [&](int who, std::uint64_t expected_us) {  // holds the lease a tenth of that
+    const thread_budget::lease l = b.acquire(expected_us);
+    {
+      const std::lock_guard<std::mutex> lock(m);
+      got.emplace_back(
+          who, std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - t0));
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(expected_us / 10));
+  };
+  // A short model (50 ms runs) holds both threads; two 1 s runs (held 100 ms) wait.
+  auto short_run = std::make_unique<thread_budget::lease>(b.acquire(50'000));
+  std::thread long1(take, 1, 1'000'000), long2(take, 2, 1'000'000);
+  std::this_thread::sleep_for(milliseconds(10));
+  short_run.reset();  // one long run takes a thread; the other leaves the last one...
+  std::this_thread::sleep_for(milliseconds(20));
+  std::thread again(take, 3, 50'000);  // ...which the short model takes when it comes back,
+  again.join();
+  long1.join();  // and the held-back run gets once the short model has been quiet a while.
+  long2.join();
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_NE(got[0].first, 3);
+  EXPECT_EQ(got[1].first, 3);
+  EXPECT_LT(got[1].second, milliseconds(80));
+  EXPECT_GE(got[2].second, milliseconds(100));  // the grace: 2 x 50 ms + 2 ms after 3 took it
+  EXPECT_EQ(b.leased(), 0);
+}
+
 }  // namespace
 }  // namespace keel::serve

@@ -31,7 +31,7 @@ struct http_options {
   int port = 8000;                          // 0: any free port
   int metrics_port = -1;                    // -1: no metrics listener; 0: any free port
   std::size_t max_body_bytes = 256u << 20;  // larger bodies get 413
-  int connection_threads = 64;              // connections served at once (keep-alive each)
+  int connection_threads = 4096;  // connections served at once, a thread each (started on demand)
 };
 
 class http_server {

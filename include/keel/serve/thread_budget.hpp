@@ -56,7 +56,12 @@ class thread_budget {
     std::uint64_t expected_us;
   };
   void release(int threads);
-  // Under the lock: whether `w` has the best claim among the waiters.
+  // Under the lock: the threads a lease gets now (before the free-thread cap).
+  int share() const;
+  // Under the lock: whether `w` must leave the last free threads to a short model now.
+  bool held_back(const waiter& w, std::chrono::steady_clock::time_point now) const;
+  // Under the lock: whether `w` may take threads now: some are free, it is not held back, and
+  // it has the best claim among the waiters that are not.
   bool first(const waiter& w, std::chrono::steady_clock::time_point now) const;
   const int total_;
   mutable std::mutex mutex_;
@@ -64,6 +69,8 @@ class thread_budget {
   int free_;
   int holders_ = 0;
   std::list<waiter> waiting_;
+  std::uint64_t short_us_ = 0;                           // the shortest expected run lately
+  std::chrono::steady_clock::time_point short_until_{};  // ...keeps its thread until then
 };
 
 // The default budget: KEEL_SERVE_THREADS when set (a positive integer, else

@@ -10,8 +10,11 @@
 #include <cerrno>
 #include <charconv>
 #include <chrono>
+#include <condition_variable>
 #include <csignal>
 #include <cstring>
+#include <deque>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -156,6 +159,66 @@ class overhead_samples {
   std::array<std::atomic<std::uint64_t>, k_size> samples_{};
 };
 
+// httplib's connection queue: a thread per connection being served, started on demand up to
+// `max` and kept for the next one. httplib serves a keep-alive connection on one thread until
+// it closes, so a fixed pool smaller than the clients would leave the extra connections
+// unserved until they time out; this one grows with them.
+class connection_pool final : public httplib::TaskQueue {
+ public:
+  explicit connection_pool(std::size_t max) : max_(max) {}
+  ~connection_pool() override { connection_pool::shutdown(); }
+  connection_pool(const connection_pool&) = delete;
+  connection_pool& operator=(const connection_pool&) = delete;
+
+  void enqueue(std::function<void()> job) override {
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      jobs_.push_back(std::move(job));
+      if (idle_ < jobs_.size() && threads_.size() < max_) {
+        threads_.emplace_back([this] { work(); });
+        return;
+      }
+    }
+    ready_.notify_one();
+  }
+
+  // Serves what is queued, then joins every thread.
+  void shutdown() override {
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    ready_.notify_all();
+    for (std::thread& t : threads_) t.join();
+    threads_.clear();
+  }
+
+ private:
+  void work() {
+    for (;;) {
+      std::function<void()> job;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        ++idle_;
+        ready_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
+        --idle_;
+        if (jobs_.empty()) return;
+        job = std::move(jobs_.front());
+        jobs_.pop_front();
+      }
+      job();
+    }
+  }
+
+  const std::size_t max_;
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<std::function<void()>> jobs_;
+  std::vector<std::thread> threads_;
+  std::size_t idle_ = 0;
+  bool stopping_ = false;
+};
+
 }  // namespace
 
 class http_server::impl {
@@ -228,7 +291,7 @@ class http_server::impl {
 
   void configure(httplib::Server& s) const {
     const std::size_t threads = static_cast<std::size_t>(std::max(1, options_.connection_threads));
-    s.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+    s.new_task_queue = [threads] { return new connection_pool(threads); };
     s.set_payload_max_length(options_.max_body_bytes);
     s.set_keep_alive_max_count(1u << 30);
     s.set_tcp_nodelay(true);
