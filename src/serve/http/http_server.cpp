@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <httplib.h>
+#include <malloc.h>
 #include <pthread.h>
 
 #include <algorithm>
@@ -424,6 +425,11 @@ void serve_until_signal(server_options models, const http_options& options,
                         const std::function<void(const server&, const http_server&)>& ready) {
   const sigset_t signals = stop_signals();
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // Request and response bodies (an image is 600 KB) are allocated and freed on many threads;
+  // glibc's adaptive mmap threshold would move such blocks into per-thread heaps that grow and
+  // fragment under load (measured: RSS swinging 700-860 MB at 4x overload, 520-590 MB with a
+  // fixed threshold). A fixed one keeps them mapped and returns them on free.
+  mallopt(M_MMAP_THRESHOLD, 128 * 1024);
   server s(std::move(models));
   http_server http(s, options);
   ready(s, http);
