@@ -70,7 +70,7 @@ class Server:
 
 @pytest.fixture(scope="module")
 def server(keel_exe, repo):
-    s = Server(keel_exe, repo, "--max-body", "4MiB")
+    s = Server(keel_exe, repo, "--max-body", "16MiB")
     yield s
     rc, log = s.stop()
     assert rc == 0, log
@@ -176,7 +176,7 @@ def test_bad_requests_get_the_protocols_error(server):
         ("/v2/models/identity/infer", body([1, 16], "FP32", [0.5] * 3), 400),
         ("/v2/models/nobody/infer", body([1, 16], "FP32", [0.5] * 16), 404),
         ("/v2/models/identity/versions/7/infer", body([1, 16], "FP32", [0.5] * 16), 404),
-        ("/v2/models/identity/infer", "[" + "1," * (3 << 20) + "1]", 413),
+        ("/v2/models/identity/infer", "[" + "1," * (9 << 20) + "1]", 413),
     ]
     for path, text, want in cases:
         status, headers, answer = server.request("POST", path, text.encode(),
@@ -204,7 +204,8 @@ def test_a_corrupt_model_fails_its_own_load_only(keel_exe, repo, tmp_path):
         assert "not a TorchScript model" in states["broken"]["reason"]
         x = sample("identity", 1, np.random.default_rng(1))
         assert infer(s, "identity", x, True)[0] == 200
-        assert infer(s, "broken", x, True)[0] == 404
+        assert infer(s, "broken", x, True)[0] == 503  # known, but unavailable
+        assert infer(s, "nobody", x, True)[0] == 404
     finally:
         rc, log = s.stop()
     assert rc == 0, log

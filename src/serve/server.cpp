@@ -417,16 +417,16 @@ class server::impl {
   model_ptr find(std::string_view name) const {
     const std::lock_guard<std::mutex> lock(mutex_);
     const auto it = models_.find(name);
-    if (it == models_.end() || !it->second->config)
-      throw model_not_found(it == models_.end() ? fmt::format("unknown model '{}'", name)
-                                                : fmt::format("model '{}' is unavailable: {}", name,
-                                                              it->second->reason));
+    if (it == models_.end()) throw model_not_found(fmt::format("unknown model '{}'", name));
+    if (!it->second->config)
+      throw request_rejected(
+          fmt::format("model '{}' is unavailable: {}", name, it->second->reason));
     return it->second;
   }
 
   static version_ptr pick(const model_entry& m, std::int64_t version) {
     if (m.versions.empty())
-      throw model_not_found(fmt::format("model '{}' is unavailable: {}", m.name, m.reason));
+      throw request_rejected(fmt::format("model '{}' is unavailable: {}", m.name, m.reason));
     if (version == -1) return m.versions.back();
     for (const version_ptr& v : m.versions)
       if (v->version == version) return v;

@@ -84,7 +84,7 @@ TEST_F(Server, AModelThatFailsToLoadLeavesTheOthersServing) {
   EXPECT_NE(report(all, "warm").reason.find("INT64, the input is FP32"), std::string::npos)
       << report(all, "warm").reason;
   EXPECT_THROW(run(*s, "corrupt"), request_rejected);
-  EXPECT_THROW(run(*s, "broken"), model_not_found);
+  EXPECT_THROW(run(*s, "broken"), request_rejected);  // known, but it cannot serve
   EXPECT_FALSE(s->ready("corrupt"));
 }
 

@@ -23,10 +23,10 @@
 // and submits no more.
 //
 // infer() checks the request (keel::invalid_argument: wrong count, dtype or shape; model_
-// not_found: no such model or version; request_rejected: not ready, queue full, shutting
-// down) and returns a handle whose future gets the outputs in the configuration's output
-// order or the error that ended the request. The destructor refuses new requests, answers
-// what is queued and joins every worker. Thread-safe.
+// not_found: no such model or version; request_rejected: a model that failed to load or is
+// not ready, queue full, shutting down) and returns a handle whose future gets the outputs in the
+// configuration's output order or the error that ended the request. The destructor refuses new
+// requests, answers what is queued and joins every worker. Thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -103,9 +103,10 @@ class server {
   // Answers a queued request with request_rejected "cancelled"; false when it already ran.
   bool cancel(const infer_handle& handle);
 
-  // The configuration of a served model (model_not_found when it has none that loaded).
+  // The configuration of a served model (model_not_found for an unknown name,
+  // request_rejected for a model whose configuration did not load).
   std::shared_ptr<const model_config> config(std::string_view model) const;
-  // The versions served, ascending (model_not_found as config()).
+  // The versions served, ascending (throws as config()).
   std::vector<std::int64_t> versions(std::string_view model) const;
   // Whether the version can take requests now (an evicted one can: it reloads).
   bool ready(std::string_view model, std::int64_t version = -1) const;
