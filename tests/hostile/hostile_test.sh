@@ -245,6 +245,8 @@ commands=(
   "comm verify"
   "comm bench"
   "comm faults"
+  "serve $tmp/no-such-dir"
+  "serve bench http://127.0.0.1:9 --model m --duration 0.1 --warmup 0"
 )
 numeric_options=0
 for c in "${commands[@]}"; do

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <memory>
+#include <optional>
 
 #include "cli.hpp"
 #include "keel/core/bytes.hpp"
@@ -19,6 +20,7 @@ void add_serve_commands(CLI::App& root) {
     int threads = 0;
     std::string memory = "none";
     std::string max_body = "256MiB";
+    std::optional<int> metrics_port;
   };
   auto args = std::make_shared<serve_args>();
   CLI::App* cmd = root.add_subcommand(
@@ -29,9 +31,9 @@ void add_serve_commands(CLI::App& root) {
   add_number(cmd, "--http", args->http.port, "HTTP port (0: any free port)", 0, 65535)
       ->capture_default_str();
   cmd->add_option("--host", args->http.host, "Address to listen on")->capture_default_str();
-  add_number(cmd, "--metrics-port", args->http.metrics_port,
-             "Prometheus metrics port, GET /metrics (-1: none; 0: any free port)", -1, 65535)
-      ->capture_default_str();
+  add_number(cmd, "--metrics-port", args->metrics_port,
+             "Prometheus metrics port, GET /metrics (0: any free port; default: none)", 0,
+             65535);
   add_number(cmd, "--threads", args->threads,
              "Intra-op threads shared by every model (default: KEEL_SERVE_THREADS, else the "
              "machine's hardware threads)",
@@ -51,6 +53,7 @@ void add_serve_commands(CLI::App& root) {
     if (args->repository.empty())
       throw keel::invalid_argument("keel serve: give a model repository folder (or `bench URL`)");
     args->http.max_body_bytes = parse_size(args->max_body);
+    args->http.metrics_port = args->metrics_port.value_or(-1);
     serve::server_options models{args->repository, serve::load_backend("torchscript"),
                                  args->threads,
                                  args->memory == "none" ? 0 : parse_size(args->memory)};

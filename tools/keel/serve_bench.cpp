@@ -29,7 +29,7 @@ void add_serve_bench_command(CLI::App& serve) {
       ->delimiter(',')
       ->capture_default_str();
   add_number(cmd, "--rate", o.rate,
-             "Requests per second on a fixed schedule (open loop); 0: closed loop", 0.0)
+             "Requests per second on a fixed schedule (open loop); 0: closed loop", 0.0, 1e7)
       ->capture_default_str();
   add_number(cmd, "--duration", o.duration_s, "Seconds measured per level", 0.0, 86400.0, true)
       ->capture_default_str();

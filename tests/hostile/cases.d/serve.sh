@@ -7,7 +7,7 @@ for f in /dev/zero /dev/null "$fifo" /proc/self/mem "$tmp/no-such-dir" "$tmp/gar
   hostile_case usage -m "not a model repository folder" -- serve "$f" --http 0
 done
 hostile_case usage -m "repository" -- serve
-for v in -2 65536 99999999999999999999999 nan many; do
+for v in -1 65536 99999999999999999999999 nan many; do
   hostile_case usage -m "--http" -- serve "$tmp/no-such-dir" --http "$v"
   hostile_case usage -m "--metrics-port" -- serve "$tmp/no-such-dir" --metrics-port "$v"
   hostile_case usage -m "--concurrency" -- serve bench http://127.0.0.1:9 --model m --concurrency "1,$v"
