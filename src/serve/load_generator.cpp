@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "keel/core/error.hpp"
+#include "keel/core/float16.hpp"
 #include "keel/core/json_value.hpp"
 #include "keel/serve/protocol.hpp"
 
@@ -115,15 +116,10 @@ void randomize(tensor& t, std::mt19937_64& rng) {
     case dtype::i32: each(t.values<std::int32_t>(), [&] { return integer(rng); }); break;
     case dtype::i64: each(t.values<std::int64_t>(), [&] { return integer(rng); }); break;
     case dtype::f16:
-      each(t.values<_Float16>(), [&] { return static_cast<_Float16>(real(rng)); });
+      each(t.values<std::uint16_t>(), [&] { return float_to_half(real(rng)); });
       break;
-    case dtype::bf16:  // the upper half of a float: exact for these values' leading bits
-      each(t.values<std::uint16_t>(), [&] {
-        const float f = real(rng);
-        std::uint32_t u;
-        std::memcpy(&u, &f, 4);
-        return static_cast<std::uint16_t>(u >> 16);
-      });
+    case dtype::bf16:
+      each(t.values<std::uint16_t>(), [&] { return float_to_bf16(real(rng)); });
       break;
     case dtype::f32: each(t.values<float>(), [&] { return real(rng); }); break;
     case dtype::f64: each(t.values<double>(), [&] { return real(rng); }); break;

@@ -13,6 +13,7 @@
 
 #include "keel/core/config.hpp"
 #include "keel/core/error.hpp"
+#include "keel/core/float16.hpp"
 #include "keel/core/json_value.hpp"
 
 namespace keel::serve {
@@ -23,32 +24,6 @@ using json = nlohmann::json;
 template <class... A>
 [[noreturn]] void fail(fmt::format_string<A...> format, A&&... args) {
   throw invalid_argument(fmt::format(format, std::forward<A>(args)...));
-}
-
-// IEEE binary16 through the compiler's _Float16 (round to nearest even); bfloat16 by hand.
-std::uint16_t to_f16(double d) noexcept {
-  const _Float16 h = static_cast<_Float16>(d);
-  std::uint16_t u;
-  std::memcpy(&u, &h, 2);
-  return u;
-}
-float from_f16(std::uint16_t u) noexcept {
-  _Float16 h;
-  std::memcpy(&h, &u, 2);
-  return static_cast<float>(h);
-}
-std::uint16_t to_bf16(float f) noexcept {
-  std::uint32_t u;
-  std::memcpy(&u, &f, 4);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((u >> 16) | 0x40u);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return static_cast<std::uint16_t>(u >> 16);
-}
-float from_bf16(std::uint16_t b) noexcept {
-  const std::uint32_t u = static_cast<std::uint32_t>(b) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
 }
 
 // ---- reading -------------------------------------------------------------------------------
@@ -188,11 +163,12 @@ std::size_t fill_tensor(const json& data, tensor& t, const std::string& what) {
     case dtype::i32: return integer(t.values<std::int32_t>());
     case dtype::i64: return integer(t.values<std::int64_t>());
     case dtype::f16:
-      return fill_values(data, t.values<std::uint16_t>(), what,
-                         [&](const json& v, std::size_t i) { return to_f16(real(v, i)); });
+      return fill_values(data, t.values<std::uint16_t>(), what, [&](const json& v, std::size_t i) {
+        return float_to_half(static_cast<float>(real(v, i)));
+      });
     case dtype::bf16:
       return fill_values(data, t.values<std::uint16_t>(), what, [&](const json& v, std::size_t i) {
-        return to_bf16(static_cast<float>(real(v, i)));
+        return float_to_bf16(static_cast<float>(real(v, i)));
       });
     case dtype::f32:
       return fill_values(data, t.values<float>(), what, [&](const json& v, std::size_t i) {
@@ -302,10 +278,12 @@ void put_values(buffer& b, const tensor& t) {
     case dtype::i32: integer(t.values<std::int32_t>()); break;
     case dtype::i64: integer(t.values<std::int64_t>()); break;
     case dtype::f16:
-      put_each(b, t.values<std::uint16_t>(), [&](std::uint16_t x) { put_real(b, from_f16(x)); });
+      put_each(b, t.values<std::uint16_t>(),
+               [&](std::uint16_t x) { put_real(b, half_to_float(x)); });
       break;
     case dtype::bf16:
-      put_each(b, t.values<std::uint16_t>(), [&](std::uint16_t x) { put_real(b, from_bf16(x)); });
+      put_each(b, t.values<std::uint16_t>(),
+               [&](std::uint16_t x) { put_real(b, bf16_to_float(x)); });
       break;
     case dtype::f32: put_each(b, t.values<float>(), real); break;
     case dtype::f64: put_each(b, t.values<double>(), real); break;

@@ -275,8 +275,9 @@ class server::impl {
       const std::lock_guard<std::mutex> lock(mutex_);
       live_[id] = live_request{v, s, 0, nullptr};
     }
-    auto finished = [this, v, id, done = std::move(done)](
-                        std::vector<tensor> outputs, std::exception_ptr error, request_timing t) {
+    auto finished = [this, v, id, done = std::move(done)](std::vector<tensor> outputs,
+                                                          const std::exception_ptr& error,
+                                                          request_timing t) {
       {
         const std::lock_guard<std::mutex> lock(mutex_);
         live_.erase(id);
@@ -669,14 +670,14 @@ class server::impl::ensemble_run : public std::enable_shared_from_this<ensemble_
         for (const tensor_spec& in : c.inputs)
           r.inputs.push_back(tensors_.at(step.input_map.at(in.name)));
         auto self = shared_from_this();
-        step_ids_.insert(
-            server_
-                .submit(step.model_name, step.model_version, std::move(r),
-                        [self, i, outputs = c.outputs](std::vector<tensor> out,
-                                                       std::exception_ptr error, request_timing t) {
-                          self->step_done(i, outputs, std::move(out), std::move(error), t);
-                        })
-                .id);
+        step_ids_.insert(server_
+                             .submit(step.model_name, step.model_version, std::move(r),
+                                     [self, i, outputs = c.outputs](std::vector<tensor> out,
+                                                                    const std::exception_ptr& error,
+                                                                    request_timing t) {
+                                       self->step_done(i, outputs, std::move(out), error, t);
+                                     })
+                             .id);
       } catch (...) {
         --outstanding_;
         finish(lock, std::current_exception());
@@ -702,7 +703,7 @@ class server::impl::ensemble_run : public std::enable_shared_from_this<ensemble_
   }
 
   void step_done(std::size_t i, const std::vector<tensor_spec>& specs, std::vector<tensor> out,
-                 std::exception_ptr error, request_timing t) {
+                 const std::exception_ptr& error, request_timing t) {
     std::unique_lock<std::mutex> lock(mutex_);
     timing_.queue_us += t.queue_us;
     timing_.compute_us += t.compute_us;
@@ -784,7 +785,7 @@ std::uint64_t server::impl::run_ensemble(const model_ptr& m, const version_ptr& 
   auto run = std::make_shared<ensemble_run>(
       *this, m->config, request.priority, request.timeout_us,
       [this, v, id, rows, arrived, done = std::move(done)](
-          std::vector<tensor> outputs, std::exception_ptr error, request_timing t) {
+          std::vector<tensor> outputs, const std::exception_ptr& error, request_timing t) {
         {
           const std::lock_guard<std::mutex> lock(mutex_);
           live_.erase(id);
@@ -817,16 +818,16 @@ infer_handle server::infer(std::string_view model, std::int64_t version, infer_r
   h.model = std::string(model);
   h.outputs = promise->get_future();
   h.timing = std::make_shared<request_timing>();
-  const auto accepted =
-      impl_->submit(model, version, std::move(request),
-                    [promise, timing = h.timing](std::vector<tensor> outputs,
-                                                 std::exception_ptr error, request_timing t) {
-                      *timing = t;  // before the future is ready: visible to whoever get()s it
-                      if (error)
-                        promise->set_exception(std::move(error));
-                      else
-                        promise->set_value(std::move(outputs));
-                    });
+  const auto accepted = impl_->submit(
+      model, version, std::move(request),
+      [promise, timing = h.timing](std::vector<tensor> outputs, const std::exception_ptr& error,
+                                   request_timing t) {
+        *timing = t;  // before the future is ready: visible to whoever get()s it
+        if (error)
+          promise->set_exception(error);
+        else
+          promise->set_value(std::move(outputs));
+      });
   h.id = accepted.id;
   h.version = accepted.version;
   return h;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "keel/core/dtype.hpp"
+#include "keel/core/float16.hpp"
 
 namespace keel::comm {
 
@@ -63,21 +64,10 @@ inline constexpr reduce_op k_all_reduce_ops[] = {reduce_op::sum, reduce_op::prod
 // (empty for sendrecv, which has none).
 std::vector<algorithm> algorithms_for(collective c);
 
-// IEEE binary16 and bfloat16 conversions, round to nearest even (NaN stays NaN).
-float half_to_float(std::uint16_t h) noexcept;
-std::uint16_t float_to_half(float f) noexcept;
-inline float bf16_to_float(std::uint16_t b) noexcept {
-  const std::uint32_t u = static_cast<std::uint32_t>(b) << 16;
-  float f;
-  __builtin_memcpy(&f, &u, 4);
-  return f;
-}
-inline std::uint16_t float_to_bf16(float f) noexcept {
-  std::uint32_t u;
-  __builtin_memcpy(&u, &f, 4);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((u >> 16) | 0x40);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return static_cast<std::uint16_t>(u >> 16);
-}
+// The 16-bit float conversions live in core (keel/core/float16.hpp).
+using keel::bf16_to_float;
+using keel::float_to_bf16;
+using keel::float_to_half;
+using keel::half_to_float;
 
 }  // namespace keel::comm
