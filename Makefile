@@ -39,10 +39,9 @@ test-tsan:
 # preset; its test preset leaves out the gpu, install, slow, browser and python labels and
 # four random tests that repeat, at volume, what others check: golden answers, thread and SIMD
 # independence, the MT19937 polynomial), then the memory, comm and serve tests under
-# ThreadSanitizer (only their three test programs are built, not the CLI nor serve's
-# TorchScript backend; serve's config-parser and repository tests are left out: libprotobuf
-# is not instrumented and its inline map code built with -fsanitize=thread does not match
-# the library's layout. Also left out: the tests that start the keel
+# ThreadSanitizer (only their three test programs are built, not the CLI, serve's
+# TorchScript backend nor its protocol/HTTP program; serve's two protobuf translation units are
+# built uninstrumented, to match Debian's libprotobuf). Also left out: the tests that start the keel
 # executable or other programs, and the single-threaded randomized conformance sequences and
 # trace analyses, 65% of TSan's test time, are left to the other builds).
 sanitize:

@@ -52,12 +52,13 @@ function(keel_test_target target)
   keel_precompile(${target} <gtest/gtest.h> <nlohmann/json.hpp> <fmt/format.h> <string> <vector>)
 endfunction()
 
-# keel_add_module_tests(MODULE [LIBS ...] [LABELS ...] [SOURCES ...])
-# One GoogleTest executable per module (tests/MODULE/*_test.cpp by default), each test
-# registered with CTest and labelled with the module name. Tests see KEEL_SOURCE_DIR and
+# keel_add_module_tests(MODULE [TARGET NAME] [LIBS ...] [LABELS ...] [SOURCES ...])
+# One GoogleTest executable per module (tests/MODULE/*_test.cpp by default; TARGET names a
+# second program of the module, default keel_MODULE_tests), each test registered with CTest
+# and labelled with the module name. Tests see KEEL_SOURCE_DIR and
 # KEEL_SHARED_DIR (the ../shared data folder, which may be absent).
 function(keel_add_module_tests module)
-  cmake_parse_arguments(ARG "" "" "LIBS;LABELS;SOURCES" ${ARGN})
+  cmake_parse_arguments(ARG "" "TARGET" "LIBS;LABELS;SOURCES" ${ARGN})
   if(NOT ARG_SOURCES)
     file(GLOB ARG_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*_test.cpp)
   endif()
@@ -65,6 +66,9 @@ function(keel_add_module_tests module)
     return()
   endif()
   set(target keel_${module}_tests)
+  if(ARG_TARGET)
+    set(target ${ARG_TARGET})
+  endif()
   add_executable(${target} ${ARG_SOURCES})
   target_link_libraries(${target} PRIVATE keel::${module} ${ARG_LIBS} GTest::gtest GTest::gtest_main)
   keel_test_target(${target})

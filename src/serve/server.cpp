@@ -697,8 +697,9 @@ class server::impl::ensemble_run : public std::enable_shared_from_this<ensemble_
       outputs.push_back(std::move(it->second));
     }
     finished_ = true;
+    const request_timing timing = timing_;
     lock.unlock();
-    done_(error ? std::vector<tensor>{} : std::move(outputs), error, timing_);
+    done_(error ? std::vector<tensor>{} : std::move(outputs), error, timing);
     lock.lock();
   }
 
@@ -732,9 +733,10 @@ class server::impl::ensemble_run : public std::enable_shared_from_this<ensemble_
   void finish(std::unique_lock<std::mutex>& lock, std::exception_ptr error) {
     finished_ = true;
     const std::vector<std::uint64_t> steps(step_ids_.begin(), step_ids_.end());
+    const request_timing timing = timing_;  // steps still answering add to timing_
     lock.unlock();
     for (const std::uint64_t id : steps) server_.cancel(id);
-    done_({}, std::move(error), timing_);
+    done_({}, std::move(error), timing);
     lock.lock();
   }
 
