@@ -32,8 +32,7 @@ void add_serve_commands(CLI::App& root) {
       ->capture_default_str();
   cmd->add_option("--host", args->http.host, "Address to listen on")->capture_default_str();
   add_number(cmd, "--metrics-port", args->metrics_port,
-             "Prometheus metrics port, GET /metrics (0: any free port; default: none)", 0,
-             65535);
+             "Prometheus metrics port, GET /metrics (0: any free port; default: none)", 0, 65535);
   add_number(cmd, "--threads", args->threads,
              "Intra-op threads shared by every model (default: KEEL_SERVE_THREADS, else the "
              "machine's hardware threads)",
