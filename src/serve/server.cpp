@@ -7,8 +7,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <map>
 #include <mutex>
 #include <random>
@@ -16,6 +14,7 @@
 #include <unordered_map>
 
 #include "keel/core/bytes.hpp"
+#include "keel/core/input_file.hpp"
 #include "keel/serve/model_repository.hpp"
 #include "keel/serve/thread_budget.hpp"
 
@@ -100,10 +99,7 @@ std::vector<tensor> warmup_inputs(const model_config& c, const warmup_sample& s,
     std::span<std::byte> bytes = t.bytes();
     if (w.data == warmup_input::source::file) {
       const fs::path file = dir / "warmup" / w.file;
-      std::ifstream f(file, std::ios::binary);
-      std::vector<char> data((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-      if (!f.good() && !f.eof())
-        throw io_error(fmt::format("{}: cannot read model_warmup data", file.string()));
+      const std::string data = read_input_file(file.string());
       if (data.size() != bytes.size())
         throw invalid_argument(fmt::format("{}: {} bytes, input '{}' of shape {} needs {}",
                                            file.string(), data.size(), spec.name,

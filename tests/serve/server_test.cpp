@@ -98,6 +98,25 @@ TEST_F(Server, WarmupRunsEverySampleOnEveryInstance) {
   EXPECT_EQ(g_runs.load(), 6);
 }
 
+TEST_F(Server, WarmupDataFromAFileMustFitTheInput) {
+  const std::string warmup =
+      "model_warmup { name: \"f\" batch_size: 1 inputs { key: \"x\" value: { data_type: "
+      "TYPE_FP32 dims: 2 input_data_file: \"x.bin\" } } }";
+  model("fits", "scale 2", warmup);
+  write("fits/warmup/x.bin", std::string(8, '\0'));  // 1 x 2 floats
+  model("short", "scale 2", warmup);
+  write("short/warmup/x.bin", std::string(7, '\0'));
+  model("missing", "scale 2", warmup);
+  auto s = start();
+  const auto all = s->models();
+  EXPECT_EQ(report(all, "fits").state, model_state::ready) << report(all, "fits").reason;
+  EXPECT_NE(report(all, "short").reason.find("7 bytes"), std::string::npos)
+      << report(all, "short").reason;
+  EXPECT_NE(report(all, "missing").reason.find("x.bin"), std::string::npos)
+      << report(all, "missing").reason;
+  EXPECT_EQ(g_runs.load(), 1);
+}
+
 TEST_F(Server, EnsembleRunsItsStepsAsADag) {
   // y = 2x; z = 3x (both from x); out = 5 * z: y and out are the outputs. Steps are listed
   // out of order: the DAG decides.
