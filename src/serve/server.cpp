@@ -245,8 +245,12 @@ class server::impl {
     std::int64_t version = 0;
   };
 
+  // `hold`: the version counts as busy until `done` returns (an ensemble's step, whose `done`
+  // submits the next step on this version's worker: that worker's scheduler must not be evicted
+  // from under it). Otherwise it is released first, so that whoever `done` answers sees the
+  // version idle.
   accepted submit(std::string_view name, std::int64_t version, infer_request request,
-                  infer_callback done) {
+                  infer_callback done, bool hold = false) {
     const model_ptr m = find(name);
     const version_ptr v = pick(*m, version);
     if (m->config->platform == model_platform::ensemble)
@@ -271,17 +275,16 @@ class server::impl {
       const std::lock_guard<std::mutex> lock(mutex_);
       live_[id] = live_request{v, s, 0, nullptr};
     }
-    auto finished = [this, v, id, done = std::move(done)](std::vector<tensor> outputs,
-                                                          const std::exception_ptr& error,
-                                                          request_timing t) {
+    auto finished = [this, v, id, hold, done = std::move(done)](std::vector<tensor> outputs,
+                                                                const std::exception_ptr& error,
+                                                                request_timing t) {
       {
         const std::lock_guard<std::mutex> lock(mutex_);
         live_.erase(id);
       }
+      if (!hold) release(*v, error == nullptr);
       done(std::move(outputs), error, t);
-      // Released only now: what `done` started (an ensemble's next step) still counts as this
-      // version's work, so it is not evicted from under its own worker.
-      release(*v, error == nullptr);
+      if (hold) release(*v, error == nullptr);
     };
     std::uint64_t scheduler_id = 0;
     try {
@@ -667,12 +670,14 @@ class server::impl::ensemble_run : public std::enable_shared_from_this<ensemble_
           r.inputs.push_back(tensors_.at(step.input_map.at(in.name)));
         auto self = shared_from_this();
         step_ids_.insert(server_
-                             .submit(step.model_name, step.model_version, std::move(r),
-                                     [self, i, outputs = c.outputs](std::vector<tensor> out,
-                                                                    const std::exception_ptr& error,
-                                                                    request_timing t) {
-                                       self->step_done(i, outputs, std::move(out), error, t);
-                                     })
+                             .submit(
+                                 step.model_name, step.model_version, std::move(r),
+                                 [self, i, outputs = c.outputs](std::vector<tensor> out,
+                                                                const std::exception_ptr& error,
+                                                                request_timing t) {
+                                   self->step_done(i, outputs, std::move(out), error, t);
+                                 },
+                                 /*hold=*/true)
                              .id);
       } catch (...) {
         --outstanding_;
@@ -796,8 +801,8 @@ std::uint64_t server::impl::run_ensemble(const model_ptr& m, const version_ptr& 
             v->retired.request_us += micros_since(arrived);
           }
         }
-        done(std::move(outputs), error, t);
         release(*v, error == nullptr);
+        done(std::move(outputs), error, t);
       });
   {
     const std::lock_guard<std::mutex> lock(mutex_);
