@@ -1,40 +1,25 @@
 #include "keel/serve/model_repository.hpp"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
 #include <string>
 
 #include "keel/core/error.hpp"
+#include "scaler_model.hpp"
 
 namespace keel::serve {
 namespace {
 
 namespace fs = std::filesystem;
 
-class Repository : public ::testing::Test {
+class Repository : public testing::repository_test {
  protected:
-  void SetUp() override {
-    root_ = fs::temp_directory_path() /
-            ("keel-repo-" + std::to_string(::getpid()) + "-" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(root_);
-    fs::create_directories(root_);
-  }
-  void TearDown() override { fs::remove_all(root_); }
-
-  void write(const fs::path& rel, const std::string& text) const {
-    fs::create_directories((root_ / rel).parent_path());
-    std::ofstream(root_ / rel) << text;
-  }
   static std::string config(const std::string& name, const std::string& extra = "") {
     return "name: \"" + name + "\" platform: \"pytorch_libtorch\"\n" +
            "input { name: \"x\" data_type: TYPE_FP32 dims: 4 }\n" +
            "output { name: \"y\" data_type: TYPE_FP32 dims: 4 }\n" + extra;
   }
-  fs::path root_;
 };
 
 TEST_F(Repository, ModelsVersionsAndPerModelErrors) {
