@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -14,7 +13,6 @@
 #include <thread>
 
 #include "keel/core/error.hpp"
-#include "keel/core/float16.hpp"
 #include "keel/core/json_value.hpp"
 #include "keel/serve/protocol.hpp"
 
@@ -25,7 +23,6 @@ using json = nlohmann::json;
 using clock = std::chrono::steady_clock;
 
 constexpr int k_max_concurrency = 4096;
-constexpr const char* k_header_length = "Inference-Header-Content-Length";
 
 template <class... A>
 [[noreturn]] void fail(fmt::format_string<A...> format, A&&... args) {
@@ -101,32 +98,6 @@ json get_json(httplib::Client& c, const bench_options& o, const std::string& mod
   }
 }
 
-// Random data in the ranges the header names.
-void randomize(tensor& t, std::mt19937_64& rng) {
-  std::uniform_real_distribution<float> real(0, 1);
-  std::uniform_int_distribution<int> integer(0, 99), boolean(0, 1);
-  const auto each = [&]<class T>(std::span<T> values, auto draw) {
-    for (T& v : values) v = static_cast<T>(draw());
-  };
-  switch (t.type()) {
-    case dtype::boolean: each(t.values<std::uint8_t>(), [&] { return boolean(rng); }); break;
-    case dtype::u8: each(t.values<std::uint8_t>(), [&] { return integer(rng); }); break;
-    case dtype::i8: each(t.values<std::int8_t>(), [&] { return integer(rng); }); break;
-    case dtype::i16: each(t.values<std::int16_t>(), [&] { return integer(rng); }); break;
-    case dtype::i32: each(t.values<std::int32_t>(), [&] { return integer(rng); }); break;
-    case dtype::i64: each(t.values<std::int64_t>(), [&] { return integer(rng); }); break;
-    case dtype::f16:
-      each(t.values<std::uint16_t>(), [&] { return float_to_half(real(rng)); });
-      break;
-    case dtype::bf16:
-      each(t.values<std::uint16_t>(), [&] { return float_to_bf16(real(rng)); });
-      break;
-    case dtype::f32: each(t.values<float>(), [&] { return real(rng); }); break;
-    case dtype::f64: each(t.values<double>(), [&] { return real(rng); }); break;
-    default: break;  // parse_dtype admits k_tensor_dtypes only
-  }
-}
-
 // The shape to send for `input`, whose metadata shape is `shape`.
 std::vector<std::int64_t> input_shape(const bench_options& o, const std::string& input,
                                       std::vector<std::int64_t> shape, int max_batch_size) {
@@ -170,7 +141,7 @@ target prepare(httplib::Client& c, const bench_options& o, const std::string& mo
           parse_dtype(in.at("datatype").get<std::string>(), k_tensor_dtypes, dtype_style::triton);
       tensor t(type, input_shape(o, name, in.at("shape").get<std::vector<std::int64_t>>(),
                                  max_batch_size));
-      randomize(t, rng);
+      fill_random(t, rng);
       inputs.push_back({std::move(name), std::move(t)});
     }
   } catch (const json::exception& e) {
@@ -185,16 +156,10 @@ target prepare(httplib::Client& c, const bench_options& o, const std::string& mo
 std::string check_response(const httplib::Result& res) {
   if (!res) return fmt::format("HTTP: {}", describe(res.error()));
   if (res->status != 200) return fmt::format("HTTP {}: {}", res->status, error_message(res->body));
-  std::optional<std::size_t> header_length;
-  if (res->has_header(k_header_length)) {
-    const std::string v = res->get_header_value(k_header_length);
-    std::size_t n = 0;
-    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-    if (ec != std::errc() || end != v.data() + v.size())
-      return fmt::format("{}: '{}' is not a length", k_header_length, v);
-    header_length = n;
-  }
   try {
+    std::optional<std::size_t> header_length;
+    if (res->has_header(k_header_length_field))
+      header_length = parse_header_length(res->get_header_value(k_header_length_field));
     decode_infer_response(res->body, header_length);
   } catch (const keel::error& e) {
     return e.what();
@@ -218,7 +183,7 @@ void run_client(const std::string& url, const target& t, const window& w,
   httplib::Client c = connect(url);
   httplib::Headers headers;
   if (t.request.header_length)
-    headers.emplace(k_header_length, std::to_string(*t.request.header_length));
+    headers.emplace(k_header_length_field, std::to_string(*t.request.header_length));
   const char* content_type =
       t.request.header_length ? "application/octet-stream" : "application/json";
   const std::chrono::duration<double> interval(w.rate > 0 ? 1 / w.rate : 0);

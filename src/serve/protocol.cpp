@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <iterator>
@@ -217,7 +218,7 @@ std::pair<std::string_view, std::string_view> split_body(std::string_view body,
                                                          std::optional<std::size_t> header_length) {
   if (!header_length) return {body, {}};
   if (*header_length > body.size())
-    fail("Inference-Header-Content-Length {} is past the end of the {}-byte body", *header_length,
+    fail("{} {} is past the end of the {}-byte body", k_header_length_field, *header_length,
          body.size());
   return {body.substr(0, *header_length), body.substr(*header_length)};
 }
@@ -232,9 +233,7 @@ void check_shape(const tensor_spec& spec, int max_batch_size,
     dims = dims.subspan(std::min<std::size_t>(1, dims.size()));
     expected.insert(expected.begin(), -1);
   }
-  ok = ok && dims.size() == spec.dims.size() &&
-       std::equal(dims.begin(), dims.end(), spec.dims.begin(),
-                  [](std::int64_t d, std::int64_t want) { return want == -1 || d == want; });
+  ok = ok && spec.accepts(dims);
   if (!ok)
     fail("{}: shape {}, the model takes {}{}", what, shape_string(shape), shape_string(expected),
          max_batch_size > 0 ? fmt::format(" with a batch of 1 to {}", max_batch_size) : "");
@@ -365,6 +364,12 @@ json duration(std::uint64_t count, std::uint64_t us) {
   return {{"count", count}, {"ns", us * 1000}};
 }
 
+// A Prometheus metric's HELP and TYPE lines.
+void metric_head(fmt::memory_buffer& out, std::string_view name, std::string_view type,
+                 std::string_view help) {
+  fmt::format_to(std::back_inserter(out), "# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
+}
+
 // A Prometheus label value: backslash, double quote and newline escaped.
 std::string label_value(std::string_view s) {
   std::string out;
@@ -380,6 +385,14 @@ std::string label_value(std::string_view s) {
 }
 
 }  // namespace
+
+std::size_t parse_header_length(std::string_view text) {
+  std::size_t n = 0;
+  const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (text.empty() || ec != std::errc() || p != text.data() + text.size())
+    fail("{} '{}' is not a byte count", k_header_length_field, text);
+  return n;
+}
 
 decoded_request decode_infer_request(std::string_view body,
                                      std::optional<std::size_t> header_length,
@@ -668,22 +681,31 @@ std::string prometheus_metrics(const std::vector<model_report>& models, int thre
        [](const model_report& m) { return m.resident ? m.resident_bytes : 0; }},
   };
   fmt::memory_buffer out;
-  const auto head = [&](std::string_view name, std::string_view type, std::string_view help) {
-    fmt::format_to(std::back_inserter(out), "# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
-  };
   for (const metric& m : k_metrics) {
-    head(m.name, m.type, m.help);
+    metric_head(out, m.name, m.type, m.help);
     for (const model_report& r : models)
       if (r.version > 0)
         fmt::format_to(std::back_inserter(out), "{}{{model=\"{}\",version=\"{}\"}} {}\n", m.name,
                        label_value(r.name), r.version, m.value(r));
   }
-  head("keel_serve_threads", "gauge", "The server's thread budget");
+  metric_head(out, "keel_serve_threads", "gauge", "The server's thread budget");
   fmt::format_to(std::back_inserter(out), "keel_serve_threads {}\n", threads);
-  head("keel_serve_memory_budget_bytes", "gauge", "The server's memory budget in bytes (0: none)");
+  metric_head(out, "keel_serve_memory_budget_bytes", "gauge",
+              "The server's memory budget in bytes (0: none)");
   fmt::format_to(std::back_inserter(out), "keel_serve_memory_budget_bytes {}\n", memory_budget);
-  head("keel_serve_resident_bytes", "gauge", "Bytes the server's loaded models keep resident");
+  metric_head(out, "keel_serve_resident_bytes", "gauge",
+              "Bytes the server's loaded models keep resident");
   fmt::format_to(std::back_inserter(out), "keel_serve_resident_bytes {}\n", resident_bytes);
+  return fmt::to_string(out);
+}
+
+std::string prometheus_summary(std::string_view name, std::string_view help,
+                               std::span<const double> quantiles, std::span<const double> values) {
+  fmt::memory_buffer out;
+  metric_head(out, name, "summary", help);
+  for (std::size_t i = 0; i < values.size() && i < quantiles.size(); ++i)
+    fmt::format_to(std::back_inserter(out), "{}{{quantile=\"{}\"}} {}\n", name, quantiles[i],
+                   values[i]);
   return fmt::to_string(out);
 }
 

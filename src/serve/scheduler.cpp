@@ -41,13 +41,6 @@ void answer(pending& p, std::vector<tensor> outputs, std::exception_ptr error,
   }
 }
 
-bool dims_match(std::span<const std::int64_t> shape, const std::vector<std::int64_t>& dims) {
-  if (shape.size() != dims.size()) return false;
-  for (std::size_t i = 0; i < dims.size(); ++i)
-    if (dims[i] != -1 && dims[i] != shape[i]) return false;
-  return true;
-}
-
 // Two requests batch when every input agrees beyond dimension 0.
 bool batches_with(const pending& a, const pending& b) {
   for (std::size_t i = 0; i < a.inputs.size(); ++i) {
@@ -83,7 +76,7 @@ std::int64_t check_inputs(const model_config& config, const std::vector<tensor>&
       rows = shape[0];
       shape = shape.subspan(1);
     }
-    if (!dims_match(shape, spec.dims))
+    if (!spec.accepts(shape))
       throw invalid_argument(fmt::format("model '{}' input '{}': shape {} does not match {}{}",
                                          config.name, spec.name, shape_string(t.shape()),
                                          config.max_batch_size > 0 ? "[-1," : "[",
@@ -372,17 +365,23 @@ model_scheduler::model_scheduler(model_config config,
 
 model_scheduler::~model_scheduler() = default;
 
+infer_callback fulfil(std::shared_ptr<std::promise<std::vector<tensor>>> outputs,
+                      std::shared_ptr<request_timing> timing) {
+  return [outputs = std::move(outputs), timing = std::move(timing)](
+             std::vector<tensor> values, const std::exception_ptr& error, request_timing t) {
+    if (timing) *timing = t;
+    if (error)
+      outputs->set_exception(error);
+    else
+      outputs->set_value(std::move(values));
+  };
+}
+
 ticket model_scheduler::submit(infer_request request) {
   auto promise = std::make_shared<std::promise<std::vector<tensor>>>();
   ticket t;
   t.outputs = promise->get_future();
-  t.id = impl_->submit(std::move(request), [promise](std::vector<tensor> outputs,
-                                                     std::exception_ptr error, request_timing) {
-    if (error)
-      promise->set_exception(std::move(error));
-    else
-      promise->set_value(std::move(outputs));
-  });
+  t.id = impl_->submit(std::move(request), fulfil(std::move(promise)));
   return t;
 }
 

@@ -80,7 +80,7 @@ std::vector<tensor> warmup_inputs(const model_config& c, const warmup_sample& s,
     if (c.find_input(name) == nullptr)
       throw invalid_argument(
           fmt::format("model_warmup '{}': the model has no input '{}'", s.name, name));
-  std::mt19937 rng(0x6b65656c);
+  std::mt19937_64 rng(0x6b65656c);
   std::vector<tensor> out;
   for (const tensor_spec& spec : c.inputs) {
     const auto it = s.inputs.find(spec.name);
@@ -106,29 +106,7 @@ std::vector<tensor> warmup_inputs(const model_config& c, const warmup_sample& s,
                                            shape_string(shape), bytes.size()));
       std::memcpy(bytes.data(), data.data(), data.size());
     } else if (w.data == warmup_input::source::random) {
-      // Values every model accepts: floats in [1, 2), integers and bools small and positive.
-      std::uniform_int_distribution<std::uint32_t> bits;
-      const std::size_t n = static_cast<std::size_t>(t.elements());
-      for (std::size_t i = 0; i < n; ++i) {
-        const std::uint32_t r = bits(rng);
-        switch (w.type) {
-          case dtype::f32: t.values<float>()[i] = 1.0f + static_cast<float>(r % 1024) / 1024; break;
-          case dtype::f64:
-            t.values<double>()[i] = 1.0 + static_cast<double>(r % 1024) / 1024;
-            break;
-          case dtype::f16:
-            t.values<std::uint16_t>()[i] = static_cast<std::uint16_t>(0x3C00 | (r & 0x3FF));
-            break;
-          case dtype::bf16:
-            t.values<std::uint16_t>()[i] = static_cast<std::uint16_t>(0x3F80 | (r & 0x7F));
-            break;
-          case dtype::boolean: bytes[i] = static_cast<std::byte>(r & 1); break;
-          default: {  // integers, little-endian: the low byte in [0, 100)
-            const std::size_t width = element_bytes(w.type);
-            bytes[i * width] = static_cast<std::byte>(r % 100);
-          }
-        }
-      }
+      fill_random(t, rng);
     }
     out.push_back(std::move(t));
   }
@@ -444,12 +422,13 @@ class server::impl {
       throw request_rejected(fmt::format("model '{}' is not ready: {}", m.name, m.reason));
   }
 
-  void release(version_entry& v, bool answered, bool counts = true) {
+  // Ends one request's hold on v; `answered`: it was answered with outputs.
+  void release(version_entry& v, bool answered) {
     {
       const std::lock_guard<std::mutex> lock(mutex_);
       --v.in_flight;
       --in_flight_;
-      if (answered && counts) v.last_inference_ms = unix_ms();
+      if (answered) v.last_inference_ms = unix_ms();
     }
     drained_.notify_all();
   }
@@ -770,7 +749,7 @@ bool server::impl::cancel(std::uint64_t id) {
   }
   if (r.ensemble != nullptr) return r.ensemble->cancel();
   const bool cancelled = r.scheduler->cancel(r.scheduler_id);
-  release(*r.version, true, false);
+  release(*r.version, false);  // the pin, not an answer
   return cancelled;
 }
 
@@ -821,16 +800,8 @@ infer_handle server::infer(std::string_view model, std::int64_t version, infer_r
   h.model = std::string(model);
   h.outputs = promise->get_future();
   h.timing = std::make_shared<request_timing>();
-  const auto accepted = impl_->submit(
-      model, version, std::move(request),
-      [promise, timing = h.timing](std::vector<tensor> outputs, const std::exception_ptr& error,
-                                   request_timing t) {
-        *timing = t;  // before the future is ready: visible to whoever get()s it
-        if (error)
-          promise->set_exception(error);
-        else
-          promise->set_value(std::move(outputs));
-      });
+  const auto accepted =
+      impl_->submit(model, version, std::move(request), fulfil(std::move(promise), h.timing));
   h.id = accepted.id;
   h.version = accepted.version;
   return h;

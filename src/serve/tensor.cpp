@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "keel/core/error.hpp"
+#include "keel/core/float16.hpp"
 
 namespace keel::serve {
 
@@ -43,6 +44,31 @@ tensor::tensor(dtype type, std::vector<std::int64_t> shape, std::vector<std::byt
     throw invalid_argument(fmt::format("a {} tensor of shape {} holds {} bytes, not {}",
                                        triton_name(type_), shape_string(shape_), want,
                                        data_.size()));
+}
+
+void fill_random(tensor& t, std::mt19937_64& rng) {
+  std::uniform_real_distribution<float> real(0, 1);
+  std::uniform_int_distribution<int> integer(0, 99), boolean(0, 1);
+  const auto each = [&]<class T>(std::span<T> values, auto draw) {
+    for (T& v : values) v = static_cast<T>(draw());
+  };
+  switch (t.type()) {
+    case dtype::boolean: each(t.values<std::uint8_t>(), [&] { return boolean(rng); }); break;
+    case dtype::u8: each(t.values<std::uint8_t>(), [&] { return integer(rng); }); break;
+    case dtype::i8: each(t.values<std::int8_t>(), [&] { return integer(rng); }); break;
+    case dtype::i16: each(t.values<std::int16_t>(), [&] { return integer(rng); }); break;
+    case dtype::i32: each(t.values<std::int32_t>(), [&] { return integer(rng); }); break;
+    case dtype::i64: each(t.values<std::int64_t>(), [&] { return integer(rng); }); break;
+    case dtype::f16:
+      each(t.values<std::uint16_t>(), [&] { return float_to_half(real(rng)); });
+      break;
+    case dtype::bf16:
+      each(t.values<std::uint16_t>(), [&] { return float_to_bf16(real(rng)); });
+      break;
+    case dtype::f32: each(t.values<float>(), [&] { return real(rng); }); break;
+    case dtype::f64: each(t.values<double>(), [&] { return real(rng); }); break;
+    default: break;  // parse_dtype admits k_tensor_dtypes only
+  }
 }
 
 tensor concat_batch(std::span<const tensor* const> parts) {

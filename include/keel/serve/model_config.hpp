@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,6 +36,9 @@ struct tensor_spec {
   std::string name;
   dtype type = dtype::f32;
   std::vector<std::int64_t> dims;  // -1: any extent
+
+  // Whether `shape` (without the batch dimension) has these dims, -1 matching any extent.
+  bool accepts(std::span<const std::int64_t> shape) const noexcept;
 };
 
 struct queue_policy {

@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,6 +33,11 @@
 #include "keel/serve/tensor.hpp"
 
 namespace keel::serve {
+
+// The HTTP header of the binary extension: the length of the JSON that starts the body.
+inline constexpr const char* k_header_length_field = "Inference-Header-Content-Length";
+// That header's value as a byte count; keel::invalid_argument naming the text otherwise.
+std::size_t parse_header_length(std::string_view text);
 
 struct named_tensor {
   std::string name;
@@ -99,5 +105,9 @@ nlohmann::json repository_index_json(const std::vector<model_report>& models);
 // and the budgets; # HELP and # TYPE once per metric.
 std::string prometheus_metrics(const std::vector<model_report>& models, int threads,
                                std::uint64_t memory_budget, std::uint64_t resident_bytes);
+// One Prometheus summary: its HELP and TYPE lines and a NAME{quantile="Q"} V line per quantile
+// (`values` empty: none yet).
+std::string prometheus_summary(std::string_view name, std::string_view help,
+                               std::span<const double> quantiles, std::span<const double> values);
 
 }  // namespace keel::serve

@@ -63,6 +63,11 @@ struct request_timing {
 using infer_callback = std::function<void(std::vector<tensor> outputs, std::exception_ptr error,
                                           request_timing timing)>;
 
+// A callback that fulfils `outputs` with the outputs or the error; with `timing`, it stores the
+// request's timing there first (visible to whoever get()s the future).
+infer_callback fulfil(std::shared_ptr<std::promise<std::vector<tensor>>> outputs,
+                      std::shared_ptr<request_timing> timing = nullptr);
+
 struct ticket {
   std::uint64_t id = 0;
   std::future<std::vector<tensor>> outputs;

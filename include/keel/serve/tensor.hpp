@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <random>
 #include <span>
 #include <string>
 #include <vector>
@@ -54,6 +55,11 @@ std::size_t element_bytes(dtype type) noexcept;
 std::int64_t element_count(std::span<const std::int64_t> shape);
 // "[2,3,224,224]".
 std::string shape_string(std::span<const std::int64_t> shape);
+
+// Fills `t` with values every model takes as input: floats (fp16, bf16, fp32, fp64) uniform in
+// [0, 1), integers uniform in [0, 100) (valid token ids and class indices), booleans 0 or 1.
+// Test data: the load generator's requests and model_warmup's random_data.
+void fill_random(tensor& t, std::mt19937_64& rng);
 
 // Joins `parts` along dimension 0; all have the same type and agree beyond dimension 0.
 tensor concat_batch(std::span<const tensor* const> parts);

@@ -12,7 +12,13 @@
 // latency from queueing behind a slow one's), aged: a run's claim is its expected time minus
 // how long it has waited, so a long run waits at most about the difference between its
 // expected time and the others'. Runs that expect nothing (0) go in arrival order.
-// Thread-safe.
+//
+// Threads are not taken back from a run, so a long run that took the last free thread would
+// leave a short model waiting for all of it. A run expected to take more than 4x the shortest
+// model that ran lately therefore leaves it the last free threads while another run holds
+// threads, for a grace period: twice the short run's expected time plus 2 ms after the short
+// model last took a lease. Past it (the short model went quiet) the long run takes them. With
+// one thread in all nothing is held back. Thread-safe.
 #pragma once
 
 #include <chrono>

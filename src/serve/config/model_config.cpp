@@ -288,6 +288,11 @@ model_config convert(const pb::ModelConfig& m, const tree& t, const std::string&
 
 }  // namespace
 
+bool tensor_spec::accepts(std::span<const std::int64_t> shape) const noexcept {
+  return std::equal(shape.begin(), shape.end(), dims.begin(), dims.end(),
+                    [](std::int64_t d, std::int64_t want) { return want == -1 || d == want; });
+}
+
 const tensor_spec* model_config::find_input(std::string_view n) const noexcept {
   for (const tensor_spec& t : inputs)
     if (t.name == n) return &t;

@@ -76,14 +76,8 @@ std::int64_t parse_version(std::string_view text) {
 }
 
 std::optional<std::size_t> header_length(const httplib::Request& req) {
-  if (!req.has_header("Inference-Header-Content-Length")) return std::nullopt;
-  const std::string text = req.get_header_value("Inference-Header-Content-Length");
-  std::size_t n = 0;
-  const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
-  if (ec != std::errc() || p != text.data() + text.size() || text.empty())
-    throw invalid_argument(
-        fmt::format("Inference-Header-Content-Length '{}' is not a byte count", text));
-  return n;
+  if (!req.has_header(k_header_length_field)) return std::nullopt;
+  return parse_header_length(req.get_header_value(k_header_length_field));
 }
 
 std::vector<std::string_view> segments(std::string_view path) {
@@ -280,14 +274,10 @@ class http_server::impl {
   // keel_http_overhead_us: a Prometheus summary of the recent requests' server overhead.
   std::string overhead_summary() const {
     static constexpr double k_quantiles[] = {0.5, 0.9, 0.99};
-    const std::vector<double> q = overhead_.quantiles(k_quantiles);
-    std::string out =
-        "# HELP keel_http_overhead_us Server time per successful infer request, compute "
-        "excluded (HTTP, decoding, queue, batcher), over the last 65536 requests\n"
-        "# TYPE keel_http_overhead_us summary\n";
-    for (std::size_t i = 0; i < q.size(); ++i)
-      out += fmt::format("keel_http_overhead_us{{quantile=\"{}\"}} {}\n", k_quantiles[i], q[i]);
-    return out;
+    return prometheus_summary("keel_http_overhead_us",
+                              "Server time per successful infer request, compute excluded "
+                              "(HTTP, decoding, queue, batcher), over the last 65536 requests",
+                              k_quantiles, overhead_.quantiles(k_quantiles));
   }
 
   void configure(httplib::Server& s) const {
@@ -334,13 +324,8 @@ class http_server::impl {
   void get_route(const httplib::Request& req, httplib::Response& res) {
     const std::vector<std::string_view> s = segments(req.path);
     if (s.size() == 1) return send_json(res, server_metadata_json());
-    if (s.size() == 3 && s[1] == "health") {
-      if (s[2] == "live") return;
-      if (s[2] == "ready") {
-        if (draining_) send_error(res, 503, "the server is shutting down");
-        return;
-      }
-    }
+    // While draining, handle() has answered 503 already.
+    if (s.size() == 3 && s[1] == "health" && (s[2] == "live" || s[2] == "ready")) return;
     if (s.size() == 3 && s[1] == "models" && s[2] == "stats")
       return send_json(res, statistics_json(models_.models()));
     const auto p = parse_model_path(s);
@@ -391,15 +376,14 @@ class http_server::impl {
     const std::vector<tensor> outputs = h.outputs.get();
     const encoded_body body = encode_infer_response(*config, h.version, request, outputs);
     if (body.header_length) {
-      res.set_header("Inference-Header-Content-Length", std::to_string(*body.header_length));
+      res.set_header(k_header_length_field, std::to_string(*body.header_length));
       res.set_content(body.body, "application/octet-stream");
     } else {
       res.set_content(body.body, k_json);
     }
-    const auto total =
-        std::chrono::duration_cast<std::chrono::microseconds>(clock::now() - t_received);
-    overhead_.record(static_cast<std::uint64_t>(std::max<std::int64_t>(0, total.count())) -
-                     std::min<std::uint64_t>(h.timing->compute_us, total.count()));
+    const auto total = static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::microseconds>(clock::now() - t_received).count());
+    overhead_.record(total - std::min(total, h.timing->compute_us));
   }
 
   server& models_;
