@@ -39,12 +39,12 @@ import urllib.parse
 
 import numpy as np
 
+import kserve
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 MIXED = "resnet18,bert,gpt2"
 PEER_MODELS = "resnet18,bert,gpt2,identity"
-NUMPY = {"BOOL": np.bool_, "UINT8": np.uint8, "INT8": np.int8, "INT16": np.int16, "INT32": np.int32,
-         "INT64": np.int64, "FP16": np.float16, "FP32": np.float32, "FP64": np.float64}
 
 
 # ---------------------------------------------------------------- HTTP
@@ -110,36 +110,12 @@ class Server:
 
 
 def infer(url, model, inputs, binary):
-    """inputs: [(name, datatype, array)] -> {name: array}, JSON or binary in both directions."""
-    header = {"inputs": [], "parameters": {"binary_data_output": binary}}
-    blobs = []
-    for name, dtype, a in inputs:
-        t = {"name": name, "datatype": dtype, "shape": list(a.shape)}
-        if binary:
-            blobs.append(a.tobytes())
-            t["parameters"] = {"binary_data_size": len(blobs[-1])}
-        else:
-            t["data"] = a.reshape(-1).tolist()
-        header["inputs"].append(t)
-    head = json.dumps(header).encode()
-    headers = {"Content-Type": "application/octet-stream" if binary else "application/json"}
-    if binary:
-        headers["Inference-Header-Content-Length"] = str(len(head))
-    status, rh, body = request(f"{url}/v2/models/{model}/infer", "POST", head + b"".join(blobs), headers)
+    """inputs: {name: array} -> {name: array}, JSON or binary in both directions."""
+    body, headers = kserve.encode_request(inputs, binary)
+    status, response_headers, answer = request(f"{url}/v2/models/{model}/infer", "POST", body, headers)
     if status != 200:
-        raise RuntimeError(f"{model}: HTTP {status}: {body[:300]!r}")
-    rh = {k.lower(): v for k, v in rh.items()}
-    length = int(rh.get("inference-header-content-length", len(body)))
-    out, offset = {}, length
-    for t in json.loads(body[:length])["outputs"]:
-        size = (t.get("parameters") or {}).get("binary_data_size")
-        if size is not None:
-            a = np.frombuffer(body[offset:offset + size], NUMPY[t["datatype"]])
-            offset += size
-        else:
-            a = np.array(t["data"], NUMPY[t["datatype"]])
-        out[t["name"]] = a.reshape(t["shape"])
-    return out
+        raise RuntimeError(f"{model}: HTTP {status}: {answer[:300]!r}")
+    return kserve.decode_response(response_headers, answer)
 
 
 def smoke(url, models, reference):
@@ -150,14 +126,14 @@ def smoke(url, models, reference):
         if status != 200:
             raise RuntimeError(f"GET /v2/models/{model}: HTTP {status}")
         meta = json.loads(body)
-        inputs = []
+        inputs = {}
         for t in meta["inputs"]:
             shape = [1 if i == 0 and d < 0 else 5 if d < 0 else d for i, d in enumerate(t["shape"])]
             if t["datatype"].startswith("FP"):
-                a = rng.standard_normal(shape).astype(NUMPY[t["datatype"]])
+                a = rng.standard_normal(shape).astype(kserve.DATATYPES[t["datatype"]])
             else:
-                a = rng.integers(0, 100, shape).astype(NUMPY[t["datatype"]])
-            inputs.append((t["name"], t["datatype"], a))
+                a = rng.integers(0, 100, shape).astype(kserve.DATATYPES[t["datatype"]])
+            inputs[t["name"]] = a
         as_json, as_binary = infer(url, model, inputs, False), infer(url, model, inputs, True)
         for name, a in as_json.items():
             want = reference.setdefault((model, name), a)

@@ -36,8 +36,7 @@ import threading
 import numpy as np
 import torch
 
-DTYPES = {"BOOL": np.bool_, "UINT8": np.uint8, "INT8": np.int8, "INT16": np.int16, "INT32": np.int32,
-          "INT64": np.int64, "FP16": np.float16, "FP32": np.float32, "FP64": np.float64}
+from kserve import DATATYPES as DTYPES
 
 
 class BadRequest(Exception):

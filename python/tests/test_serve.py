@@ -19,9 +19,11 @@ import pytest
 
 from conftest import SOURCE
 
+sys.path.insert(0, str(SOURCE / "bench" / "serve"))
+import kserve  # noqa: E402  (the client side of the protocol, shared with bench/serve/compare.py)
+
 torch = pytest.importorskip("torch")
 
-NUMPY = {"UINT8": np.uint8, "INT64": np.int64, "FP32": np.float32}
 # Per model: (rtol, atol) of keel's answer against the model run alone in this process. The
 # copies and the integer/softmax heads are exact; convolutions and GEMMs over a batch of
 # requests may sum in another order than over one request.
@@ -78,34 +80,11 @@ def server(keel_exe, repo):
 
 def infer(server, model, inputs, binary):
     """inputs: {name: array} -> (status, {name: array} or the error text)."""
-    header = {"inputs": [], "parameters": {"binary_data_output": binary}}
-    blobs = []
-    for name, a in inputs.items():
-        kind = {np.uint8: "UINT8", np.int64: "INT64", np.float32: "FP32"}[a.dtype.type]
-        t = {"name": name, "datatype": kind, "shape": list(a.shape)}
-        if binary:
-            blobs.append(a.tobytes())
-            t["parameters"] = {"binary_data_size": len(blobs[-1])}
-        else:
-            t["data"] = a.reshape(-1).tolist()
-        header["inputs"].append(t)
-    head = json.dumps(header).encode()
-    headers = {"Inference-Header-Content-Length": str(len(head))} if binary else {}
-    status, rh, body = server.request("POST", f"/v2/models/{model}/infer", head + b"".join(blobs),
-                                      headers)
+    body, headers = kserve.encode_request(inputs, binary)
+    status, response_headers, answer = server.request("POST", f"/v2/models/{model}/infer", body, headers)
     if status != 200:
-        return status, json.loads(body)["error"]
-    length = int(rh.get("inference-header-content-length", len(body)))
-    out, offset = {}, length
-    for t in json.loads(body[:length])["outputs"]:
-        size = (t.get("parameters") or {}).get("binary_data_size")
-        if size is None:
-            a = np.array(t["data"], NUMPY[t["datatype"]])
-        else:
-            a = np.frombuffer(body[offset:offset + size], NUMPY[t["datatype"]])
-            offset += size
-        out[t["name"]] = a.reshape(t["shape"])
-    return status, out
+        return status, json.loads(answer)["error"]
+    return status, kserve.decode_response(response_headers, answer)
 
 
 def direct(server, repo, model):
