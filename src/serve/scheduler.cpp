@@ -294,8 +294,8 @@ class model_scheduler::impl {
       std::vector<tensor> outputs;
       {
         const auto per_row = us_per_row_.load(std::memory_order_relaxed);
-        const thread_budget::lease lease =
-            budget_.acquire(static_cast<std::uint64_t>(per_row * static_cast<double>(rows)));
+        const thread_budget::lease lease = budget_.acquire(
+            static_cast<std::uint64_t>(per_row * static_cast<double>(rows)), &account_);
         const auto ran = clock::now();
         outputs = instance.run(joined, lease.threads());
         // What the budget expects of this model's next run: a moving average per row.
@@ -346,7 +346,8 @@ class model_scheduler::impl {
   const model_config config_;
   std::vector<std::unique_ptr<model_instance>> instances_;
   thread_budget& budget_;
-  std::atomic<double> us_per_row_{0};  // run time per row, averaged (workers race benignly)
+  thread_budget::account account_{budget_};  // this model's thread time
+  std::atomic<double> us_per_row_{0};        // run time per row, averaged (workers race benignly)
   std::int64_t target_rows_ = 1;
   mutable std::mutex mutex_;
   std::condition_variable changed_;

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -259,6 +260,57 @@ TEST(ThreadBudget, ALongRunLeavesTheLastThreadToAShortModelForAWhile) {
   EXPECT_LT(got[1].second, milliseconds(80));
   EXPECT_GE(got[2].second, milliseconds(100));  // the grace: 2 x 50 ms + 2 ms after 3 took it
   EXPECT_EQ(b.leased(), 0);
+}
+
+TEST(ThreadBudget, OfTwoEqualRunsTheModelThatHadLessOfTheMachineGoesFirst) {
+  using std::chrono::milliseconds;
+  thread_budget b(1);
+  thread_budget::account greedy(b), starved(b);
+  {
+    const thread_budget::lease used = b.acquire(100'000, &greedy);
+    std::this_thread::sleep_for(milliseconds(200));
+  }
+  auto held = std::make_unique<thread_budget::lease>(b.acquire());
+  std::mutex m;
+  std::vector<int> order;
+  auto wait = [&](int who, thread_budget::account* a) {
+    const thread_budget::lease l = b.acquire(100'000, a);
+    const std::lock_guard<std::mutex> lock(m);
+    order.push_back(who);
+  };
+  std::thread first(wait, 1, &greedy);  // arrives first, same expected time
+  std::this_thread::sleep_for(milliseconds(5));
+  std::thread second(wait, 2, &starved);
+  std::this_thread::sleep_for(milliseconds(20));
+  held.reset();
+  first.join();
+  second.join();
+  EXPECT_EQ(order, (std::vector<int>{2, 1}));
+}
+
+TEST(ThreadBudget, AShortModelThatHadItsShareHoldsNoThreadBack) {
+  using std::chrono::milliseconds;
+  thread_budget b(2);
+  thread_budget::account fast(b), slow(b);
+  // The short model (200 ms runs) holds both threads, one lease each, for 300 ms...
+  auto blocker = std::make_unique<thread_budget::lease>(b.acquire());
+  std::unique_ptr<thread_budget::lease> one, two;
+  std::thread t1([&] { one = std::make_unique<thread_budget::lease>(b.acquire(200'000, &fast)); });
+  std::thread t2([&] { two = std::make_unique<thread_budget::lease>(b.acquire(200'000, &fast)); });
+  std::this_thread::sleep_for(milliseconds(10));
+  blocker.reset();
+  t1.join();
+  t2.join();
+  ASSERT_EQ(one->threads() + two->threads(), 2);
+  std::this_thread::sleep_for(milliseconds(300));
+  one.reset();
+  one = std::make_unique<thread_budget::lease>(b.acquire(200'000, &fast));  // grace: 402 ms more
+  one.reset();
+  // ...so a 1 s run of the slow model takes the free thread now, not after the grace.
+  const auto t0 = std::chrono::steady_clock::now();
+  const thread_budget::lease l = b.acquire(1'000'000, &slow);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, milliseconds(200));
+  EXPECT_EQ(l.threads(), 1);
 }
 
 }  // namespace
