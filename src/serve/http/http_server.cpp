@@ -15,6 +15,7 @@
 #include <csignal>
 #include <cstring>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -252,8 +253,8 @@ class http_server::impl {
       });
       metrics_port_ = bind(metrics_, options_.metrics_port, "metrics");
     }
-    listeners_.emplace_back([this] { http_.listen_after_bind(); });
-    if (metrics_port_ >= 0) listeners_.emplace_back([this] { metrics_.listen_after_bind(); });
+    listen(http_);
+    if (metrics_port_ >= 0) listen(metrics_);
   }
 
   ~impl() { stop(); }
@@ -278,6 +279,18 @@ class http_server::impl {
                               "Server time per successful infer request, compute excluded "
                               "(HTTP, decoding, queue, batcher), over the last 65536 requests",
                               k_quantiles, overhead_.quantiles(k_quantiles));
+  }
+
+  // Runs s's accept loop on a thread of its own and returns once the loop runs (or has
+  // ended): httplib's stop() does nothing before then, and a stop() that came too early would
+  // leave the loop in accept() and the join in stop() waiting forever.
+  void listen(httplib::Server& s) {
+    auto ended = std::make_shared<std::atomic<bool>>(false);
+    listeners_.emplace_back([&s, ended] {
+      s.listen_after_bind();
+      *ended = true;
+    });
+    while (!s.is_running() && !*ended) std::this_thread::sleep_for(std::chrono::microseconds(100));
   }
 
   void configure(httplib::Server& s) const {
@@ -409,11 +422,13 @@ void serve_until_signal(server_options models, const http_options& options,
                         const std::function<void(const server&, const http_server&)>& ready) {
   const sigset_t signals = stop_signals();
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  // Request and response bodies (an image is 600 KB) are allocated and freed on many threads;
-  // glibc's adaptive mmap threshold would move such blocks into per-thread heaps that grow and
-  // fragment under load (measured: RSS swinging 700-860 MB at 4x overload, 520-590 MB with a
-  // fixed threshold). A fixed one keeps them mapped and returns them on free.
-  mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+  // Request and response bodies (an image is 600 KB) are allocated and freed on many
+  // connection threads, each of which would get a glibc arena of its own that keeps its peak
+  // (at 4x overload, 128 connections: RSS 1.1 GB and growing); a few arenas bound that. The
+  // mmap threshold stays adaptive: a fixed 128 KiB one (tried) kept the bodies mapped, but
+  // also every libtorch activation, which then faulted in fresh zeroed pages on each run:
+  // ResNet-18 took 61 ms a request instead of 40.
+  mallopt(M_ARENA_MAX, static_cast<int>(std::max(2U, std::thread::hardware_concurrency())));
   server s(std::move(models));
   http_server http(s, options);
   ready(s, http);
