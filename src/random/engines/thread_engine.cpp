@@ -236,20 +236,39 @@ class thread_engine final : public engine {
     auto first_slot = [&](std::size_t t) { return q + (t + t_count - wrap) % t_count; };
     constexpr std::size_t k_lanes = simd::k_row_lanes;
     // Workers take whole lane blocks, so the split never changes which path a thread takes.
+    // A block is vectorized when its first slots are consecutive (the wrap point of the
+    // position is not inside it): lane i's slot j is then o0 + i + j * T.
+    auto vectorized = [&](std::size_t t0) { return vector && !(wrap > t0 && wrap < t0 + k_lanes); };
+    auto rows_of = [&](std::size_t t0) -> std::uint64_t {
+      const std::uint64_t o0 = first_slot(t0) - q;
+      return o0 + k_lanes <= slots ? (slots - o0 - k_lanes) / t_count + 1 : 0;
+    };
     parallel_for(t_count / k_lanes, workers, [&](std::size_t bb, std::size_t be) {
+      // The vectorized blocks advance together, k_tile_rows rows at a time: a block's rows
+      // are T slots apart, so one block running all its rows alone would write one cache line
+      // per page or so, and every block would sweep the whole output (TLB misses bound that).
+      constexpr std::uint64_t k_tile_rows = 32;
+      std::uint64_t most = 0;
+      for (std::size_t t0 = bb * k_lanes; t0 < be * k_lanes; t0 += k_lanes)
+        if (vectorized(t0)) most = std::max(most, rows_of(t0));
+      for (std::uint64_t r0 = 0; r0 < most; r0 += k_tile_rows)
+        for (std::size_t t0 = bb * k_lanes; t0 < be * k_lanes; t0 += k_lanes) {
+          if (!vectorized(t0)) continue;
+          const std::uint64_t rows = rows_of(t0);
+          if (r0 >= rows) continue;
+          const std::uint64_t o0 = first_slot(t0) - q + r0 * t_count;
+          Core::rows(&cache_[t0], static_cast<std::size_t>(std::min(k_tile_rows, rows - r0)), rk,
+                     static_cast<char*>(r.out) + o0 * shape.outputs * 4, t_count,
+                     static_cast<float>(r.mean), static_cast<float>(r.stddev));
+        }
       for (std::size_t t0 = bb * k_lanes; t0 < be * k_lanes; t0 += k_lanes) {
-        // A block is vectorized when its first slots are consecutive (the wrap point of the
-        // position is not inside it): lane i's slot j is then o0 + i + j * T.
-        if (!vector || (wrap > t0 && wrap < t0 + k_lanes)) {
+        if (!vectorized(t0)) {
           for (std::size_t t = t0; t < t0 + k_lanes; ++t) run_thread(t, first_slot(t));
           continue;
         }
-        const std::uint64_t o0 = first_slot(t0) - q;
-        const std::uint64_t rows = o0 + k_lanes <= slots ? (slots - o0 - k_lanes) / t_count + 1 : 0;
-        if (rows > 0)
-          Core::rows(&cache_[t0], rows, rk, static_cast<char*>(r.out) + o0 * shape.outputs * 4,
-                     t_count, static_cast<float>(r.mean), static_cast<float>(r.stddev));
-        for (std::size_t i = 0; i < k_lanes; ++i) run_thread(t0 + i, q + o0 + i + rows * t_count);
+        const std::uint64_t rows = rows_of(t0);
+        for (std::size_t i = 0; i < k_lanes; ++i)
+          run_thread(t0 + i, first_slot(t0) + i + rows * t_count);
       }
     });
     position_ += slots;
