@@ -35,9 +35,10 @@ function(keel_add_module name)
     LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 endfunction()
 
-# keel_precompile(TARGET HEADER ...): with KEEL_PCH, TARGET's sources see these (system)
-# headers precompiled: the sanitizer presets, whose every test TU would parse GoogleTest,
-# nlohmann-json and fmt again, build much faster. The headers are included first in every
+# keel_precompile(TARGET HEADER ...): with KEEL_PCH (every preset sets it), TARGET's sources
+# see these (system) headers precompiled: every test TU would parse GoogleTest, nlohmann-json
+# and fmt again otherwise. clang cannot read GCC's precompiled headers: scripts/lint.sh drops
+# them from the compile commands it gives clang-tidy. The headers are included first in every
 # source of the target, so they must not depend on what a source defines before them.
 function(keel_precompile target)
   if(KEEL_PCH)

@@ -15,10 +15,17 @@ mapfile -t sources < <(git ls-files 'src/*.cpp' 'tools/*.cpp' | grep -v -E "$unp
 echo "clang-tidy: ${#sources[@]} files, $jobs at a time"
 # clang-tidy's "N warnings generated." counts the system headers' suppressed warnings: noise.
 log="$(mktemp)"
-trap 'rm -f "$log"' EXIT
+db="$(mktemp -d)"
+trap 'rm -rf "$log" "$db"' EXIT
+# Precompiled headers (KEEL_PCH) are GCC's, which clang cannot read: clang-tidy gets the
+# compile commands without them (every source includes what it uses), and GCC-only warning
+# flags are let pass.
+sed -E 's# -Winvalid-pch -include [^ ]*cmake_pch\.hxx##g' "$build_dir/compile_commands.json" \
+  >"$db/compile_commands.json"
 ok=1
 printf '%s\n' "${sources[@]}" |
-  xargs -P "$jobs" -n 4 clang-tidy -p "$build_dir" --quiet --warnings-as-errors='*' >"$log" 2>&1 || ok=0
+  xargs -P "$jobs" -n 4 clang-tidy -p "$db" --quiet --warnings-as-errors='*' \
+    --extra-arg=-Wno-unknown-warning-option >"$log" 2>&1 || ok=0
 grep -v -E '^[0-9]+ (warnings?|errors?)( and [0-9]+ errors?)? generated\.$' "$log" || true
 [ "$ok" -eq 1 ] || { echo "clang-tidy: warnings above are errors" >&2; exit 1; }
 echo "clang-tidy: clean"
