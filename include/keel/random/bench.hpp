@@ -40,15 +40,16 @@ struct bench_row {
   std::optional<double> curand_gsps;  // none without libcurand
 };
 
-// The rows in their fixed order (Philox, XORWOW, MRG32k3a, MT19937, Sobol32, MTGP32 for raw,
-// uniform and normal, then every generator's Poisson), each passed to `on_row` as soon as it
-// is measured; MTGP32's rows are left out without its parameter sets. One-thread rows only
-// when the machine has one hardware thread or with cpu_time. Throws
+// The rows in their fixed order (Philox, XORWOW, MRG32k3a, MT19937, Sobol32, scrambled
+// Sobol32, MTGP32 for raw, uniform and normal, then every generator's Poisson), each passed to
+// `on_row` as soon as it is measured; MTGP32's and scrambled Sobol32's rows are left out
+// without their tables (keel::invalid_argument, saying why, when `only` names one of them).
+// One-thread rows only when the machine has one hardware thread or with cpu_time. Throws
 // keel::invalid_argument or keel::backend_error when a generator refuses a call.
 std::vector<bench_row> run_bench(const bench_options& o,
                                  const std::function<void(const bench_row&)>& on_row = {});
 
-// "philox4_32_10  raw      threads  1  keel   1.234 G/s  curand   1.000 G/s  ratio   1.23"
+// "philox4_32_10     raw      threads  1  keel   1.234 G/s  curand   1.000 G/s  ratio   1.23"
 // (curand and ratio 0 without libcurand) and a newline.
 std::string to_text(const bench_row& row);
 // count, lambda, simd, libcurand (its version, 0 without it), clock ("thread-cpu" or
