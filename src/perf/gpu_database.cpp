@@ -101,12 +101,18 @@ peak_rate gpu_spec::peak(dtype t, bool tensor) const {
     case dtype::f16:
       if (tensor) add("fp16_tensor");
       add("fp16");
-      add("fp32", "no fp16 rate: computed in fp32");
+      add("fp32", cc < version{5, 3}
+                      ? "no fp16 arithmetic (before compute capability 5.3): computed in fp32"
+                      : "no fp16 rate published or derivable for this GPU: counted at the fp32 "
+                        "rate");
       break;
     case dtype::bf16:
       if (tensor) add("bf16_tensor");
       add("bf16");
-      add("fp32", "no bf16 units (before compute capability 8.0): computed in fp32");
+      add("fp32", cc < version{8, 0}
+                      ? "no bf16 units (before compute capability 8.0): computed in fp32"
+                      : "no non-tensor bf16 rate published or derivable for this GPU: counted at "
+                        "the fp32 rate");
       break;
     case dtype::f8:
       if (tensor) add("fp8_tensor");
@@ -131,7 +137,11 @@ peak_rate gpu_spec::peak(dtype t, bool tensor) const {
     if (auto it = tflops.find(key); it != tflops.end()) return {it->second, key, false, note};
     if (auto it = derived.find(key); it != derived.end()) return {it->second, key, true, note};
   }
-  throw invalid_argument(fmt::format("{} has no published rate usable for {}", name, name_of(t)));
+  std::string tried;
+  for (const auto& [key, note] : keys) tried += (tried.empty() ? "" : ", ") + key;
+  throw invalid_argument(
+      fmt::format("{}: the rate of {} is unknown (the database has none of {} for this GPU{})",
+                  name, name_of(t), tried, tensor ? "" : "; tensor cores were excluded"));
 }
 
 const gpu_database& gpu_database::builtin() {
@@ -176,6 +186,14 @@ gpu_database gpu_database::load(std::string_view json_text, const std::string& o
       r.sources = resolve(row.at("source"), "compute capability " + cc);
       cc_table[parse_version(cc)] = r;
     }
+    std::map<int, double> pcie_gt_per_s;  // by generation
+    if (doc.contains("pcie_generations")) {
+      for (const json& row : doc["pcie_generations"]) {
+        const int gen = row.at("gen").get<int>();
+        resolve(row.at("source"), fmt::format("PCIe generation {}", gen));
+        pcie_gt_per_s[gen] = row.at("gt_per_s").get<double>();
+      }
+    }
     auto read_rows = [&](const char* key) {
       std::vector<version_row> rows;
       for (const json& row : doc.at(key)) {
@@ -219,6 +237,28 @@ gpu_database gpu_database::load(std::string_view json_text, const std::string& o
       s.l2_mb = opt("l2_mb");
       s.tdp_w = opt("tdp_w");
       s.price_usd = opt("price_usd");
+      s.nvlink_gbs = opt("nvlink_gbs");
+      if (s.nvlink_gbs && !(*s.nvlink_gbs > 0)) {
+        throw invalid_argument(
+            fmt::format("{}: GPU {} has nvlink_gbs {:g} (leave it out when the card has no NVLink)",
+                        origin, s.name, *s.nvlink_gbs));
+      }
+      if (auto gen = opt("pcie_gen")) {
+        s.pcie_gen = static_cast<int>(*gen);
+        s.pcie_lanes = static_cast<int>(opt("pcie_lanes").value_or(16));
+        const auto it = pcie_gt_per_s.find(*s.pcie_gen);
+        if (it == pcie_gt_per_s.end()) {
+          throw invalid_argument(
+              fmt::format("{}: GPU {} names PCIe generation {}, which "
+                          "'pcie_generations' does not list",
+                          origin, s.name, *s.pcie_gen));
+        }
+        if (s.pcie_lanes < 1 || s.pcie_lanes > 32) {
+          throw invalid_argument(
+              fmt::format("{}: GPU {} has {} PCIe lanes", origin, s.name, s.pcie_lanes));
+        }
+        s.pcie_gbs = it->second * s.pcie_lanes / 8.0;
+      }
       s.note = g.value("note", "");
       if (g.contains("ceilings_tflops")) {
         for (const auto& [k, v] : g["ceilings_tflops"].items())
@@ -235,6 +275,18 @@ gpu_database gpu_database::load(std::string_view json_text, const std::string& o
                                     level.at("bandwidth_gbs").get<double>()});
         }
       }
+      // Rates the vendor printed in another form (a sparse or per-SM figure), converted in the
+      // document itself: {"key": {"tflops": x, "how": "..."}}.
+      if (g.contains("derived")) {
+        for (const auto& [k, v] : g["derived"].items()) {
+          if (s.tflops.contains(k)) {
+            throw invalid_argument(
+                fmt::format("{}: GPU {} has {} both published and derived", origin, s.name, k));
+          }
+          s.derived[k] = v.at("tflops").get<double>();
+          s.derived_how[k] = v.at("how").get<std::string>();
+        }
+      }
       s.sources = resolve(g.at("source"), "GPU " + s.name);
       if (!s.tflops.contains("fp32") && !s.tflops.contains("fp16_tensor")) {
         throw invalid_argument(
@@ -245,7 +297,7 @@ gpu_database gpu_database::load(std::string_view json_text, const std::string& o
         const cc_rates& r = it->second;
         const double fp32 = s.tflops["fp32"];
         auto derive = [&](const char* key, std::optional<double> per_clk) {
-          if (s.tflops.contains(key) || !per_clk || !r.fp32) return;
+          if (s.tflops.contains(key) || s.derived.contains(key) || !per_clk || !r.fp32) return;
           s.derived[key] = fp32 * *per_clk / *r.fp32;
           s.derived_how[key] = fmt::format(
               "fp32 x {}/{} (results per clock per SM at compute capability {}, CUDA C++ "
@@ -373,6 +425,10 @@ nlohmann::json to_json(const gpu_spec& g) {
           {"memory_gb", g.memory_gb},
           {"memory_type", g.memory_type},
           {"bandwidth_gbs", g.bandwidth_gbs},
+          {"nvlink_gbs", opt_json(g.nvlink_gbs)},
+          {"pcie", g.pcie_gen ? nlohmann::json(fmt::format("{}.0 x{}", *g.pcie_gen, g.pcie_lanes))
+                              : nlohmann::json(nullptr)},
+          {"pcie_gbs", opt_json(g.pcie_gbs)},
           {"l2_mb", opt_json(g.l2_mb)},
           {"tdp_w", opt_json(g.tdp_w)},
           {"price_usd", opt_json(g.price_usd)},

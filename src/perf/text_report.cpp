@@ -173,6 +173,13 @@ std::string to_text(const gpu_spec& g) {
     put(out, "  {:<17} {:.4g} TFLOP/s (derived: {})\n", k, v, g.derived_how.at(k));
   put(out, "  memory            {:g} GiB {}, {:g} GB/s\n", g.memory_gb, g.memory_type,
       g.bandwidth_gbs);
+  put(out, "  NVLink            {}\n",
+      g.nvlink_gbs ? fmt::format("{:g} GB/s (both directions, all links)", *g.nvlink_gbs)
+                   : std::string("none"));
+  put(out, "  PCIe              {}\n",
+      g.pcie_gbs ? fmt::format("{}.0 x{}, {:g} GB/s each way", *g.pcie_gen, g.pcie_lanes,
+                               *g.pcie_gbs)
+                 : std::string("not published"));
   put(out, "  L2 cache          {} MB\n", opt_cell(g.l2_mb));
   put(out, "  TDP               {} W\n", opt_cell(g.tdp_w));
   put(out, "  launch price      {}\n",

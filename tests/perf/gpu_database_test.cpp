@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 
 namespace keel::perf {
@@ -82,6 +83,57 @@ TEST(GpuDatabase, NamesAreForgivingButUnknownNamesSuggest) {
   }
 }
 
+// NVLink totals and PCIe bandwidth per direction, as the datasheets print them (H100: "NVLink
+// 900GB/s, PCIe Gen5 128GB/s" both ways), for the parallelism model's collectives.
+TEST(GpuDatabase, InterconnectFromDatasheets) {
+  const gpu_spec& h100 = db().at("h100-sxm");
+  ASSERT_TRUE(h100.nvlink_gbs);
+  EXPECT_DOUBLE_EQ(*h100.nvlink_gbs, 900);
+  ASSERT_TRUE(h100.pcie_gbs);
+  EXPECT_DOUBLE_EQ(*h100.pcie_gbs, 64);
+  EXPECT_DOUBLE_EQ(*db().at("a100-sxm4-80gb").nvlink_gbs, 600);
+  EXPECT_DOUBLE_EQ(*db().at("a100-sxm4-80gb").pcie_gbs, 32);
+  EXPECT_DOUBLE_EQ(*db().at("v100-sxm2").nvlink_gbs, 300);
+  EXPECT_DOUBLE_EQ(*db().at("v100-pcie").pcie_gbs, 16);
+  EXPECT_DOUBLE_EQ(*db().at("b200").nvlink_gbs, 1800);
+  EXPECT_DOUBLE_EQ(*db().at("rtx-3090").nvlink_gbs, 112.5);
+  EXPECT_FALSE(db().at("rtx-4090").nvlink_gbs);  // no NVLink on Ada GeForce
+  EXPECT_DOUBLE_EQ(*db().at("rtx-4090").pcie_gbs, 32);
+  EXPECT_FALSE(db().at("gtx-1050-mobile").pcie_gbs);  // the laptop maker picks the link
+  for (const gpu_spec& g : db().gpus()) {
+    if (g.nvlink_gbs) EXPECT_GT(*g.nvlink_gbs, 0) << g.name;
+    if (g.pcie_gbs) {
+      EXPECT_GE(*g.pcie_gbs, 8) << g.name;
+      EXPECT_LE(*g.pcie_gbs, 128) << g.name;
+    }
+  }
+  const nlohmann::json j = to_json(h100);
+  EXPECT_EQ(j.at("pcie"), "5.0 x16");
+  EXPECT_DOUBLE_EQ(j.at("nvlink_gbs").get<double>(), 900);
+  EXPECT_TRUE(to_json(db().at("rtx-4090")).at("nvlink_gbs").is_null());
+}
+
+TEST(GpuDatabase, LoadRejectsAnUnlistedPcieGeneration) {
+  const std::string doc = R"({"sources": {"s": {"title": "T", "url": "https://x"}},
+    "pcie_generations": [{"gen": 4, "gt_per_s": 16, "source": ["s"]}],
+    "compute_capabilities": [], "cuda": [], "cudnn": [],
+    "gpus": [{"name": "x", "display": "X", "arch": "A", "segment": "s", "cc": "8.0", "year": 1,
+              "tflops": {"fp32": 1}, "memory_gb": 1, "memory_type": "m", "bandwidth_gbs": 1,
+              "pcie_gen": GEN, "pcie_lanes": 8, "source": ["s"]}]})";
+  auto with_gen = [&](const char* gen) {
+    std::string d = doc;
+    d.replace(d.find("GEN"), 3, gen);
+    return d;
+  };
+  EXPECT_DOUBLE_EQ(*gpu_database::load(with_gen("4"), "test").gpus()[0].pcie_gbs, 16);
+  try {
+    gpu_database::load(with_gen("7"), "test");
+    FAIL();
+  } catch (const invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("PCIe generation 7"), std::string::npos) << e.what();
+  }
+}
+
 TEST(GpuSupport, Cuda13DroppedPascalCuda12KeepsIt) {
   const gpu_spec& g = db().at("gtx-1050");
   const support_answer no = db().cuda_support(g, parse_version("13.0"));
@@ -136,8 +188,9 @@ TEST(GpuSupport, CudnnRowsAndUnknownReleases) {
 
 TEST(GpuPick, RanksWithinBudgetWithReasons) {
   const pick_result r = pick_gpus(db(), 2000.0, {"fp16", "memory=24GiB"});
-  ASSERT_FALSE(r.ranked.empty());
-  EXPECT_EQ(r.ranked[0].gpu->name, "rtx-4090");
+  ASSERT_GE(r.ranked.size(), 2u);
+  EXPECT_EQ(r.ranked[0].gpu->name, "rtx-5090");
+  EXPECT_EQ(r.ranked[1].gpu->name, "rtx-4090");
   for (const pick_candidate& c : r.ranked) {
     EXPECT_LE(*c.gpu->price_usd, 2000);
     EXPECT_GE(c.gpu->memory_gb, 24);
@@ -147,6 +200,36 @@ TEST(GpuPick, RanksWithinBudgetWithReasons) {
   ASSERT_FALSE(fp64.ranked.empty());
   EXPECT_EQ(fp64.ranked[0].gpu->name, "titan-v");
   EXPECT_THROW(pick_gpus(db(), 100.0, {"warp-drive"}), invalid_argument);
+}
+
+// GeForce cards whose datasheets print tensor rates only as sparse or per-SM figures carry
+// them as derived rates: an fp16 GEMM is bounded by the tensor cores, not by FP32, and `pick
+// --need fp16` keeps them.
+TEST(GpuDatabase, GeforceTensorRatesAreDerivedFromPublishedFigures) {
+  const gpu_spec& g5090 = db().at("rtx-5090");
+  EXPECT_FALSE(g5090.tflops.contains("fp16_tensor"));
+  ASSERT_TRUE(g5090.rate("fp16_tensor"));
+  EXPECT_DOUBLE_EQ(*g5090.rate("fp16_tensor"), 209.5);  // 3352 sparse FP4 AI TOPS / 16
+  EXPECT_NE(g5090.derived_how.at("fp16_tensor").find("3352 AI TOPS"), std::string::npos);
+  EXPECT_EQ(g5090.peak(dtype::f16).key, "fp16_tensor");
+  EXPECT_NEAR(*db().at("rtx-5080").rate("fp16_tensor"), 112.6, 0.05);
+  // GA106: the RTX 3090's 512 FLOP/clock/SM x 28 SMs x 1777 MHz.
+  EXPECT_NEAR(*db().at("rtx-3060").rate("fp16_tensor"), 25.48, 0.01);
+  EXPECT_NEAR(*db().at("rtx-3060").rate("tf32_tensor"), 12.74, 0.01);
+  const pick_result fp16 = pick_gpus(db(), std::nullopt, {"fp16"});
+  for (const char* name : {"rtx-3060", "rtx-5080", "rtx-5090"}) {
+    EXPECT_TRUE(std::any_of(fp16.ranked.begin(), fp16.ranked.end(), [&](const pick_candidate& c) {
+      return c.gpu->name == name;
+    })) << name;
+  }
+  // A derived rate written in the document must not shadow a published one.
+  const std::string doc = R"({"sources": {"s": {"title": "T", "url": "https://x"}},
+    "compute_capabilities": [], "cuda": [], "cudnn": [],
+    "gpus": [{"name": "x", "display": "X", "arch": "A", "segment": "s", "cc": "8.0", "year": 1,
+              "tflops": {"fp32": 1, "fp16_tensor": 2},
+              "derived": {"fp16_tensor": {"tflops": 3, "how": "h"}},
+              "memory_gb": 1, "memory_type": "m", "bandwidth_gbs": 1, "source": ["s"]}]})";
+  EXPECT_THROW(gpu_database::load(doc, "test"), invalid_argument);
 }
 
 TEST(GpuDatabase, LoadRejectsUnsourcedEntries) {

@@ -21,12 +21,14 @@ using keel::test::message_of;
 
 TEST(GpuReport, AGpuDocumentHasEveryFieldAndItsSources) {
   const json j = to_json(db().at("h100-sxm"));
-  for (const char* key : {"name", "display", "arch", "cc", "segment", "year", "sms", "boost_mhz",
-                          "tflops", "derived", "memory_gb", "memory_type", "bandwidth_gbs", "l2_mb",
-                          "tdp_w", "price_usd", "note", "source", "sources"}) {
+  for (const char* key :
+       {"name",          "display",    "arch",   "cc",       "segment",   "year",
+        "sms",           "boost_mhz",  "tflops", "derived",  "memory_gb", "memory_type",
+        "bandwidth_gbs", "nvlink_gbs", "pcie",   "pcie_gbs", "l2_mb",     "tdp_w",
+        "price_usd",     "note",       "source", "sources"}) {
     EXPECT_TRUE(j.contains(key)) << key;
   }
-  EXPECT_EQ(j.size(), 19u);
+  EXPECT_EQ(j.size(), 22u);
   EXPECT_EQ(j.at("cc"), "9.0");
   EXPECT_EQ(j.at("bandwidth_gbs"), 3350.0);
   ASSERT_FALSE(j.at("sources").empty());
@@ -93,7 +95,7 @@ TEST(GpuReport, PickRequestAndDocument) {
   const pick_result p = pick_gpus(db(), r);
   const json j = to_json(p, 1);
   ASSERT_EQ(j.at("ranked").size(), 1u);
-  EXPECT_EQ(j["ranked"][0].at("name"), "rtx-4090");
+  EXPECT_EQ(j["ranked"][0].at("name"), "rtx-5090");  // fp16 tensor 209.5 (derived), $1999
   EXPECT_EQ(j["ranked"][0].at("rank"), 1);
   EXPECT_EQ(j.at("qualifying"), p.ranked.size());
   EXPECT_EQ(j.at("rejected").size(), p.rejected.size());

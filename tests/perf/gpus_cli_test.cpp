@@ -57,7 +57,8 @@ TEST(GpusCli, ShowCompareAndPick) {
   EXPECT_EQ(cmp.at("a").at("name"), "titan-v");
   const json pick =
       run_json({"gpus", "pick", "--budget", "2000", "--need", "fp16", "memory=24GiB", "--json"});
-  EXPECT_EQ(pick.at("ranked").at(0).at("name"), "rtx-4090");
+  EXPECT_EQ(pick.at("ranked").at(0).at("name"), "rtx-5090");
+  EXPECT_EQ(pick.at("ranked").at(1).at("name"), "rtx-4090");
   EXPECT_FALSE(pick["ranked"][0].at("reasons").empty());
 }
 

@@ -76,6 +76,14 @@ struct gpu_spec {
   std::optional<double> l2_mb;
   std::optional<double> tdp_w;
   std::optional<double> price_usd;
+  // Interconnect, as the datasheets print it. nvlink_gbs: total NVLink bandwidth of this GPU in
+  // GB/s, both directions over all links (900 for an H100 SXM), nullopt when the card has no
+  // NVLink. pcie_gbs: the host link's bandwidth per direction in GB/s, lanes x GT/s / 8 (32 for
+  // PCIe 4.0 x16), nullopt when the document does not give the link.
+  std::optional<double> nvlink_gbs;
+  std::optional<int> pcie_gen;
+  int pcie_lanes = 16;
+  std::optional<double> pcie_gbs;
   std::vector<memory_level> cache_levels;  // smallest first; empty for the GPUs
   // Measured ceilings of a framework's kernels on this device, by kernel class ("gemm",
   // "attention_matmul", "conv_kxk", "conv_1x1", "conv_depthwise", "pool"): in TFLOP/s for the
@@ -168,8 +176,9 @@ gpu_spec resolve_device(std::string_view name_or_file);
 // ---- the documents of `keel gpus list|show|support` (and keel.gpus) ----------------------
 
 // name, display, arch, cc, segment, year, sms, boost_mhz, tflops, derived ({key: {tflops,
-// how}}), memory_gb, memory_type, bandwidth_gbs, l2_mb, tdp_w, price_usd (null when not
-// published), note, source, sources ([{id, title, url}]).
+// how}}), memory_gb, memory_type, bandwidth_gbs, nvlink_gbs, pcie ("4.0 x16"), pcie_gbs, l2_mb,
+// tdp_w, price_usd (null when not published or not present), note, source, sources ([{id, title,
+// url}]).
 nlohmann::json to_json(const gpu_spec& gpu);
 nlohmann::json to_json(const std::vector<source_ref>& sources);
 
