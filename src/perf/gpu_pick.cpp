@@ -2,11 +2,13 @@
 
 #include "keel/core/bytes.hpp"
 #include "keel/core/error.hpp"
+#include "keel/core/input_file.hpp"
 #include "option_check.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <functional>
@@ -95,11 +97,82 @@ need parse_need(const gpu_database& db, const std::string& text) {
   return n;
 }
 
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+// The whole cell as a finite number, or nullopt.
+std::optional<double> number_of(std::string_view cell) {
+  const std::string text(cell);
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+std::string money(double v, const std::string& currency, bool usd) {
+  return usd ? fmt::format("${:g}", v) : fmt::format("{:g} {}", v, currency);
+}
+
 }  // namespace
 
-pick_result pick_gpus(const gpu_database& db, std::optional<double> budget_usd,
-                      const std::vector<std::string>& needs) {
-  if (budget_usd && !(*budget_usd > 0 && std::isfinite(*budget_usd))) {
+price_list parse_price_list(const gpu_database& db, std::string_view text,
+                            const std::string& origin) {
+  price_list out;
+  out.origin = origin;
+  std::map<std::string, std::size_t> seen;  // name -> line
+  std::size_t line_no = 0;
+  bool first = true;
+  while (!text.empty()) {
+    const auto nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
+    ++line_no;
+    line = trim(line);
+    if (line.empty() || line.front() == '#') continue;
+    const auto comma = line.find(',');
+    if (comma == std::string_view::npos || line.find(',', comma + 1) != std::string_view::npos) {
+      throw parse_error(origin, line_no, 1,
+                        "expected two cells 'card,price', got '" + std::string(line) + "'");
+    }
+    const std::string_view card = trim(line.substr(0, comma));
+    const std::string_view price = trim(line.substr(comma + 1));
+    const auto value = number_of(price);
+    if (first && !value) {  // a header: its price cell is the currency label
+      first = false;
+      if (!price.empty() && price != "price") out.currency = std::string(price);
+      continue;
+    }
+    first = false;
+    if (card.empty()) throw parse_error(origin, line_no, 1, "empty card name");
+    if (!value || !(*value > 0)) {
+      throw parse_error(origin, line_no, comma + 2,
+                        "price '" + std::string(price) + "' is not a finite number > 0");
+    }
+    const gpu_spec* g = db.find(card);
+    if (!g) {
+      try {
+        db.at(card);
+      } catch (const invalid_argument& e) {
+        throw invalid_argument(fmt::format("{}:{}: {}", origin, line_no, e.what()));
+      }
+    }
+    if (auto it = seen.find(g->name); it != seen.end()) {
+      throw parse_error(origin, line_no, 1,
+                        fmt::format("{} is listed twice (first on line {})", g->name, it->second));
+    }
+    seen[g->name] = line_no;
+    out.prices[g->name] = *value;
+  }
+  if (out.prices.empty()) throw parse_error::in_object(origin, "the price list names no card");
+  return out;
+}
+
+pick_result pick_gpus(const gpu_database& db, std::optional<double> budget,
+                      const std::vector<std::string>& needs, const price_list* prices, rank_by by) {
+  if (budget && !(*budget > 0 && std::isfinite(*budget))) {
     throw invalid_argument("budget must be a finite number > 0");
   }
   std::vector<need> parsed;
@@ -113,44 +186,68 @@ pick_result pick_gpus(const gpu_database& db, std::optional<double> budget_usd,
       break;
     }
   }
-  result.metric = score_key + " TFLOP/s, then lower price";
+  const bool usd = prices == nullptr;
+  result.user_prices = !usd;
+  result.currency = usd ? "USD (launch price)" : prices->currency;
+  const std::string unit = usd ? "USD" : prices->currency;
+  result.metric = by == rank_by::value
+                      ? fmt::format("{} GFLOP/s per {} of {}, then higher rate", score_key, unit,
+                                    usd ? "launch price" : "listed price")
+                      : score_key + " TFLOP/s, then lower price";
   for (const gpu_spec& g : db.gpus()) {
-    pick_candidate c{&g, 0, score_key, {}};
+    pick_candidate c{&g, 0, 0, std::nullopt, score_key, {}};
+    if (usd) {
+      c.price = g.price_usd;
+    } else if (auto it = prices->prices.find(g.name); it != prices->prices.end()) {
+      c.price = it->second;
+    }
+    const char* no_price = usd ? "no published launch price" : "not in the price list";
     std::string rejection;
-    if (budget_usd) {
-      if (!g.price_usd) {
-        rejection = "no published launch price";
-      } else if (*g.price_usd > *budget_usd) {
-        rejection = fmt::format("launch price ${:g} > budget ${:g}", *g.price_usd, *budget_usd);
+    if (budget) {
+      if (!c.price) {
+        rejection = no_price;
+      } else if (*c.price > *budget) {
+        rejection = fmt::format("{}price {} > budget {}", usd ? "launch " : "",
+                                money(*c.price, unit, usd), money(*budget, unit, usd));
       } else {
-        c.reasons.push_back(fmt::format("launch price ${:g} <= ${:g}", *g.price_usd, *budget_usd));
+        c.reasons.push_back(fmt::format("{}price {} <= {}", usd ? "launch " : "",
+                                        money(*c.price, unit, usd), money(*budget, unit, usd)));
       }
     }
+    if (rejection.empty() && by == rank_by::value && !c.price) rejection = no_price;
     for (const need& n : parsed) {
       if (!rejection.empty()) break;
       rejection = n.check(g, c.reasons);
     }
     if (rejection.empty()) {
-      const auto score = g.rate(score_key);
-      if (!score)
+      const auto rate = g.rate(score_key);
+      if (!rate) {
         rejection = "no " + score_key + " rate to rank by";
-      else
-        c.score = *score;
+      } else {
+        c.rate = *rate;
+        c.score = by == rank_by::value ? *rate * 1000 / *c.price : *rate;
+      }
     }
     if (!rejection.empty()) {
       result.rejected.push_back({&g, rejection});
       continue;
     }
-    if (g.price_usd) {
-      c.reasons.push_back(
-          fmt::format("{:.1f} GFLOP/s per dollar ({})", c.score * 1000 / *g.price_usd, score_key));
+    if (c.price) {
+      c.reasons.push_back(fmt::format("{:.1f} GFLOP/s per {} ({}{})", c.rate * 1000 / *c.price,
+                                      usd ? "dollar" : unit, score_key,
+                                      usd ? "" : ", at " + money(*c.price, unit, false)));
+    }
+    if (!usd && g.price_usd) {
+      c.reasons.push_back(fmt::format("launch price ${:g}: {:.1f} GFLOP/s per dollar", *g.price_usd,
+                                      c.rate * 1000 / *g.price_usd));
     }
     result.ranked.push_back(std::move(c));
   }
   std::stable_sort(result.ranked.begin(), result.ranked.end(),
-                   [](const pick_candidate& a, const pick_candidate& b) {
+                   [by](const pick_candidate& a, const pick_candidate& b) {
                      if (a.score != b.score) return a.score > b.score;
-                     return a.gpu->price_usd.value_or(1e18) < b.gpu->price_usd.value_or(1e18);
+                     if (by == rank_by::value && a.rate != b.rate) return a.rate > b.rate;
+                     return a.price.value_or(1e18) < b.price.value_or(1e18);
                    });
   return result;
 }
@@ -158,7 +255,13 @@ pick_result pick_gpus(const gpu_database& db, std::optional<double> budget_usd,
 pick_result pick_gpus(const gpu_database& db, const pick_request& request) {
   if (request.budget_usd) detail::check_real("--budget", *request.budget_usd, 0.0, 1e12, true);
   detail::check_integer("--top", request.top, 1, 1000000);
-  return pick_gpus(db, request.budget_usd, request.needs);
+  if (request.by != "rate" && request.by != "value") {
+    throw invalid_argument("--by: '" + request.by + "' is not one of rate, value");
+  }
+  const rank_by by = request.by == "value" ? rank_by::value : rank_by::rate;
+  if (request.prices.empty()) return pick_gpus(db, request.budget_usd, request.needs, nullptr, by);
+  const price_list prices = parse_price_list(db, read_input_file(request.prices), request.prices);
+  return pick_gpus(db, request.budget_usd, request.needs, &prices, by);
 }
 
 nlohmann::json to_json(const pick_result& r, std::size_t top) {
@@ -170,6 +273,8 @@ nlohmann::json to_json(const pick_result& r, std::size_t top) {
                       {"name", c.gpu->name},
                       {"score", c.score},
                       {"score_key", c.score_key},
+                      {"rate", c.rate},
+                      {"price", c.price ? nlohmann::json(*c.price) : nlohmann::json(nullptr)},
                       {"price_usd", c.gpu->price_usd ? nlohmann::json(*c.gpu->price_usd)
                                                      : nlohmann::json(nullptr)},
                       {"reasons", c.reasons},
@@ -179,6 +284,7 @@ nlohmann::json to_json(const pick_result& r, std::size_t top) {
   for (const auto& x : r.rejected)
     rejected.push_back({{"name", x.gpu->name}, {"reason", x.reason}});
   return {{"metric", r.metric},
+          {"currency", r.currency},
           {"ranked", ranked},
           {"qualifying", r.ranked.size()},
           {"rejected", rejected}};

@@ -4,6 +4,8 @@
 #include "keel/core/error.hpp"
 #include "keel/perf/gpu_pick.hpp"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -230,6 +232,73 @@ TEST(GpuDatabase, GeforceTensorRatesAreDerivedFromPublishedFigures) {
               "derived": {"fp16_tensor": {"tflops": 3, "how": "h"}},
               "memory_gb": 1, "memory_type": "m", "bandwidth_gbs": 1, "source": ["s"]}]})";
   EXPECT_THROW(gpu_database::load(doc, "test"), invalid_argument);
+}
+
+// `--prices FILE`: the user's prices in their currency replace launch USD for the budget and
+// the value ranking; launch USD stays in the reasons.
+TEST(GpuPick, RanksByAUserPriceList) {
+  const std::string path = std::string(KEEL_SOURCE_DIR) + "/tests/data/perf/prices_eur.csv";
+  pick_request r;
+  r.prices = path;
+  r.budget_usd = 2000;  // in the list's currency
+  r.needs = {"fp16"};
+  const pick_result p = pick_gpus(db(), r);
+  EXPECT_TRUE(p.user_prices);
+  EXPECT_EQ(p.currency, "EUR");
+  ASSERT_EQ(p.ranked.size(), 2u);  // rtx-4090 at 1799, rtx-3060 at 289
+  EXPECT_EQ(p.ranked[0].gpu->name, "rtx-4090");
+  EXPECT_DOUBLE_EQ(*p.ranked[0].price, 1799);
+  EXPECT_EQ(p.ranked[1].gpu->name, "rtx-3060");
+  const auto reason_of = [&](const char* name) {
+    for (const pick_rejection& x : p.rejected)
+      if (x.gpu->name == name) return x.reason;
+    return std::string();
+  };
+  EXPECT_EQ(reason_of("rtx-5090"), "price 2399 EUR > budget 2000 EUR");
+  EXPECT_EQ(reason_of("rtx-4080"), "not in the price list");
+  const std::string why = fmt::format("{}", fmt::join(p.ranked[0].reasons, "; "));
+  EXPECT_NE(why.find("91.8 GFLOP/s per EUR"), std::string::npos) << why;
+  EXPECT_NE(why.find("launch price $1599"), std::string::npos) << why;
+  // By value: TFLOP/s per price unit, the user's prices.
+  r.budget_usd.reset();
+  r.by = "value";
+  const pick_result v = pick_gpus(db(), r);
+  ASSERT_EQ(v.ranked.size(), 4u);
+  EXPECT_EQ(v.ranked[0].gpu->name, "rtx-4090");  // 165.2/1799 > 25.48/289 > 209.5/2399
+  EXPECT_EQ(v.ranked[1].gpu->name, "rtx-3060");
+  EXPECT_EQ(v.ranked[2].gpu->name, "rtx-5090");
+  EXPECT_EQ(v.ranked[3].gpu->name, "h100-sxm");
+  EXPECT_NEAR(v.ranked[0].score, 165.2 * 1000 / 1799, 1e-9);
+  // By value with launch USD: cards without a launch price cannot be ranked.
+  r.prices.clear();
+  const pick_result usd = pick_gpus(db(), r);
+  EXPECT_EQ(usd.currency, "USD (launch price)");
+  for (const pick_candidate& c : usd.ranked) EXPECT_TRUE(c.gpu->price_usd) << c.gpu->name;
+  r.by = "cheapest";
+  EXPECT_THROW(pick_gpus(db(), r), invalid_argument);
+}
+
+TEST(GpuPick, PriceListErrorsNameTheLine) {
+  const auto error_of = [](const std::string& csv) -> std::string {
+    try {
+      parse_price_list(db(), csv, "p.csv");
+    } catch (const keel::error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_EQ(parse_price_list(db(), "rtx-4090,1599\n", "p.csv").currency, "price units");
+  EXPECT_EQ(parse_price_list(db(), "card,price\nrtx-4090,1599\n", "p.csv").currency, "price units");
+  EXPECT_EQ(error_of("card,USD\nrtx-4090;1599\n"),
+            "p.csv:2:1: expected two cells 'card,price', got 'rtx-4090;1599'");
+  EXPECT_EQ(error_of("rtx-4090,1599\nrtx-3060,cheap\n"),
+            "p.csv:2:10: price 'cheap' is not a finite number > 0");
+  EXPECT_EQ(error_of("rtx-4090,-3\n"), "p.csv:1:10: price '-3' is not a finite number > 0");
+  EXPECT_NE(error_of("rtx-4090,1599\nrtx_4090,1500\n").find("p.csv:2:1: rtx-4090 is listed twice"),
+            std::string::npos);
+  const std::string unknown = error_of("# prices\nrtx-9090,5000\n");
+  EXPECT_EQ(unknown.rfind("p.csv:2: unknown GPU 'rtx-9090'", 0), 0u) << unknown;
+  EXPECT_THROW(parse_price_list(db(), "# nothing\n", "p.csv"), parse_error);
 }
 
 TEST(GpuDatabase, LoadRejectsUnsourcedEntries) {

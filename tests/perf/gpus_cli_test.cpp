@@ -2,6 +2,7 @@
 #include "process.hpp"
 
 #include <gtest/gtest.h>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 namespace keel::test {
@@ -62,16 +63,39 @@ TEST(GpusCli, ShowCompareAndPick) {
   EXPECT_FALSE(pick["ranked"][0].at("reasons").empty());
 }
 
+TEST(GpusCli, PickByAPriceList) {
+  const std::string prices = std::string(KEEL_SOURCE_DIR) + "/tests/data/perf/prices_eur.csv";
+  const json j =
+      run_json({"gpus", "pick", "--prices", prices, "--by", "value", "--need", "fp16", "--json"});
+  EXPECT_EQ(j.at("currency"), "EUR");
+  EXPECT_EQ(j.at("ranked").at(0).at("name"), "rtx-4090");
+  EXPECT_EQ(j["ranked"][0].at("price"), 1799.0);
+  EXPECT_EQ(j["ranked"][0].at("price_usd"), 1599.0);
+  const process_result text = run_keel({"gpus", "pick", "--prices", prices, "--budget", "2000"});
+  EXPECT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("EUR"), std::string::npos) << text.out;
+}
+
 TEST(GpusCli, BadInputIsOneLineExitTwo) {
+  const std::string bad_prices = ::testing::TempDir() + "keel_bad_prices.csv";
+  {
+    std::ofstream f(bad_prices);
+    f << "card,EUR\nrtx-4090,1799\nrtx-9090,4000\n";
+  }
   for (const std::vector<std::string>& args :
        std::vector<std::vector<std::string>>{{"gpus", "show", "nonexistent"},
                                              {"gpus", "support", "gtx-1050"},
                                              {"gpus", "support", "gtx-1050", "--cuda", "twelve"},
-                                             {"gpus", "pick", "--need", "warp-drive"}}) {
+                                             {"gpus", "pick", "--need", "warp-drive"},
+                                             {"gpus", "pick", "--by", "cheapest"},
+                                             {"gpus", "pick", "--prices", bad_prices}}) {
     const process_result r = run_keel(args);
     EXPECT_EQ(r.exit_code, 2) << r.err;
     EXPECT_EQ(count_lines(r.err), 1) << r.err;
   }
+  EXPECT_NE(
+      run_keel({"gpus", "pick", "--prices", bad_prices}).err.find(":3: unknown GPU 'rtx-9090'"),
+      std::string::npos);
 }
 
 }  // namespace

@@ -69,8 +69,13 @@ void add_pick(CLI::App* group) {
   auto json_out = std::make_shared<bool>(false);
   auto request = std::make_shared<kp::pick_request>();
   add_json_flag(cmd, *json_out);
-  add_number(cmd, "--budget", request->budget_usd, "Budget in USD (launch prices)", 0.0, 1e12,
-             true);
+  add_number(cmd, "--budget", request->budget_usd,
+             "Budget in USD (launch prices), or in the currency of --prices", 0.0, 1e12, true);
+  cmd->add_option("--prices", request->prices,
+                  "CSV of card,price in any currency (a header 'card,EUR' names it); ranks "
+                  "and budgets by these prices instead of launch USD");
+  cmd->add_option("--by", request->by,
+                  "rate (default): the needed rate, then lower price; value: rate per price");
   cmd->add_option("--need", request->needs,
                   "fp64 | fp16 | bf16 | tf32 | fp8 | int8 | memory=SIZE | "
                   "bandwidth=GBPS | "
