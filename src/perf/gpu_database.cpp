@@ -212,6 +212,35 @@ gpu_database gpu_database::load(std::string_view json_text, const std::string& o
     };
     db.cuda_ = read_rows("cuda");
     db.cudnn_ = read_rows("cudnn");
+    if (doc.contains("pytorch_wheels")) {
+      for (const json& row : doc["pytorch_wheels"]) {
+        wheel_row w;
+        w.label = row.at("releases").get<std::string>();
+        const auto dash = w.label.find('-');
+        w.lo = parse_version(w.label.substr(0, dash));
+        w.hi = dash == std::string::npos ? w.lo : parse_version(w.label.substr(dash + 1));
+        w.wheel = row.at("wheel").get<std::string>();
+        for (const json& a : row.at("archs"))
+          w.archs.push_back(parse_version(a.get<std::string>()));
+        if (row.contains("ptx")) {
+          for (const json& a : row["ptx"]) w.ptx.push_back(parse_version(a.get<std::string>()));
+        }
+        w.sources = resolve(row.at("source"), "PyTorch " + w.label + " " + w.wheel);
+        w.note = row.value("note", "");
+        db.wheels_.push_back(std::move(w));
+      }
+    }
+    if (doc.contains("last_driver_branch")) {
+      for (const json& row : doc["last_driver_branch"]) {
+        driver_row d;
+        d.archs = row.at("archs").get<std::string>();
+        d.min_cc = parse_version(row.at("min_cc").get<std::string>());
+        d.max_cc = parse_version(row.at("max_cc").get<std::string>());
+        d.branch = row.at("branch").get<int>();
+        d.sources = resolve(row.at("source"), "driver branch of " + d.archs);
+        db.drivers_.push_back(std::move(d));
+      }
+    }
     for (const json& g : doc.at("gpus")) {
       gpu_spec s;
       s.name = g.at("name").get<std::string>();
@@ -383,6 +412,83 @@ support_answer gpu_database::cudnn_support(const gpu_spec& gpu, version v) const
   return answer(cudnn_, "cuDNN", gpu, v);
 }
 
+support_answer gpu_database::pytorch_support(const gpu_spec& gpu, version release,
+                                             std::string_view wheel) const {
+  support_answer a;
+  const wheel_row* row = nullptr;
+  std::string known;
+  for (const wheel_row& w : wheels_) {
+    known += fmt::format("{}{} {}", known.empty() ? "" : ", ", w.label, w.wheel);
+    if (w.lo <= release && release <= w.hi && w.wheel == wheel) row = &w;
+  }
+  if (!row) {
+    a.reason = fmt::format("the table has no row for PyTorch {} {} (it covers {})", release.str(),
+                           wheel, known);
+    return a;
+  }
+  a.sources = row->sources;
+  a.note = row->note;
+  std::string shipped;
+  for (const version& v : row->archs)
+    shipped += fmt::format("{}sm_{}{}", shipped.empty() ? "" : " ", v.major, v.minor);
+  for (const version& v : row->ptx) shipped += fmt::format(" compute_{}{} (PTX)", v.major, v.minor);
+  const std::string head =
+      fmt::format("PyTorch {} {} wheels ship {}; {} is compute capability {} ({})", row->label,
+                  row->wheel, shipped, gpu.name, gpu.cc.str(), gpu.arch);
+  // The newest cubin of the GPU's major version that is not newer than it, else PTX.
+  const version* cubin = nullptr;
+  for (const version& v : row->archs) {
+    if (v.major == gpu.cc.major && v <= gpu.cc && (!cubin || *cubin < v)) cubin = &v;
+  }
+  const version* ptx = nullptr;
+  for (const version& v : row->ptx) {
+    if (v <= gpu.cc && (!ptx || *ptx < v)) ptx = &v;
+  }
+  if (cubin) {
+    a.state = support_state::supported;
+    a.reason = fmt::format("{}, which runs the sm_{}{} code", head, cubin->major, cubin->minor);
+  } else if (ptx) {
+    a.state = support_state::supported;
+    a.reason =
+        fmt::format("{}, which compiles the compute_{}{} PTX when it loads (slow first start)",
+                    head, ptx->major, ptx->minor);
+  } else {
+    a.state = support_state::unsupported;
+    a.reason = fmt::format(
+        "{}, which none of them runs (code for X.y runs on X.z with z >= y only): \"no kernel "
+        "image is available\"",
+        head);
+  }
+  if (!row->note.empty()) a.reason += " (" + row->note + ")";
+  return a;
+}
+
+support_answer gpu_database::driver_support(const gpu_spec& gpu, int branch) const {
+  support_answer a;
+  for (const driver_row& d : drivers_) {
+    if (gpu.cc < d.min_cc || gpu.cc > d.max_cc) continue;
+    a.sources = d.sources;
+    if (branch > d.branch) {
+      a.state = support_state::unsupported;
+      a.reason = fmt::format(
+          "R{} is the last driver branch for {} GPUs; {} is compute capability {} ({}), so R{} "
+          "does not support it",
+          d.branch, d.archs, gpu.name, gpu.cc.str(), gpu.arch, branch);
+    } else {
+      a.reason = fmt::format(
+          "R{} is the last driver branch for {} GPUs, so R{} is not past it; the table records "
+          "only last branches, not the first that knows {}",
+          d.branch, d.archs, branch, gpu.name);
+    }
+    return a;
+  }
+  a.reason = fmt::format(
+      "the table has no last driver branch for {} (compute capability {}): "
+      "NVIDIA has announced no end of support recorded here",
+      gpu.arch, gpu.cc.str());
+  return a;
+}
+
 gpu_spec resolve_device(std::string_view name_or_file) {
   const std::filesystem::path path{std::string(name_or_file)};
   std::error_code ec;
@@ -452,11 +558,33 @@ nlohmann::json to_json(const gpu_list& list) {
 }
 
 support_result check_support(const gpu_database& db, const support_request& r) {
-  if (r.cuda.empty() && r.cudnn.empty()) throw invalid_argument("give --cuda VER or --cudnn VER");
-  if (!r.cuda.empty() && !r.cudnn.empty()) throw invalid_argument("--cuda excludes --cudnn");
+  std::vector<const char*> asked;
+  if (!r.cuda.empty()) asked.push_back("--cuda");
+  if (!r.cudnn.empty()) asked.push_back("--cudnn");
+  if (!r.pytorch.empty()) asked.push_back("--pytorch");
+  if (!r.driver.empty()) asked.push_back("--driver");
+  if (asked.empty()) {
+    throw invalid_argument(
+        "give --cuda VER, --cudnn VER, --pytorch VER --wheel cuXYZ or --driver BRANCH");
+  }
+  if (asked.size() > 1) throw invalid_argument(fmt::format("{} excludes {}", asked[0], asked[1]));
+  if (r.pytorch.empty() != r.wheel.empty()) {
+    throw invalid_argument(
+        "--pytorch VER and --wheel cuXYZ go together (e.g. --pytorch 2.8 "
+        "--wheel cu128)");
+  }
   const gpu_spec& g = db.at(r.gpu);
-  return {&g, r.cuda.empty() ? db.cudnn_support(g, parse_version(r.cudnn))
-                             : db.cuda_support(g, parse_version(r.cuda))};
+  if (!r.cuda.empty()) return {&g, db.cuda_support(g, parse_version(r.cuda))};
+  if (!r.cudnn.empty()) return {&g, db.cudnn_support(g, parse_version(r.cudnn))};
+  if (!r.pytorch.empty()) return {&g, db.pytorch_support(g, parse_version(r.pytorch), r.wheel)};
+  int branch = 0;
+  std::string_view text = r.driver;
+  if (!text.empty() && (text.front() == 'R' || text.front() == 'r')) text.remove_prefix(1);
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), branch);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || branch <= 0) {
+    throw invalid_argument("bad driver branch '" + r.driver + "' (expected a number such as 580)");
+  }
+  return {&g, db.driver_support(g, branch)};
 }
 
 nlohmann::json to_json(const support_result& r) {

@@ -188,6 +188,48 @@ TEST(GpuSupport, CudnnRowsAndUnknownReleases) {
   EXPECT_TRUE(u.sources.empty());
 }
 
+// PyTorch's cu128 wheels dropped Maxwell and Pascal (and, from 2.11, Volta); the cu126 wheels
+// keep them. A cubin for X.y runs on X.z, z >= y (a GTX 1050, 6.1, runs the sm_60 code).
+TEST(GpuSupport, PytorchWheelsByArchitecture) {
+  const auto state = [](const char* gpu, const char* release, const char* wheel) {
+    return db().pytorch_support(db().at(gpu), parse_version(release), wheel).state;
+  };
+  EXPECT_EQ(state("gtx-1050", "2.8", "cu128"), support_state::unsupported);
+  EXPECT_EQ(state("gtx-1050", "2.8", "cu126"), support_state::supported);
+  EXPECT_EQ(state("gtx-1050", "2.13", "cu126"), support_state::supported);
+  EXPECT_EQ(state("gtx-1050", "2.13", "cu130"), support_state::unsupported);
+  EXPECT_EQ(state("v100-sxm2", "2.10", "cu128"), support_state::supported);
+  EXPECT_EQ(state("v100-sxm2", "2.11", "cu128"), support_state::unsupported);
+  EXPECT_EQ(state("rtx-4090", "2.11", "cu128"), support_state::supported);  // sm_86 code
+  EXPECT_EQ(state("rtx-5090", "2.8", "cu126"), support_state::unsupported);
+  EXPECT_EQ(state("rtx-5090", "2.8", "cu128"), support_state::supported);
+  EXPECT_EQ(state("tesla-k80", "2.0", "cu118"), support_state::supported);
+  EXPECT_EQ(state("gtx-680", "2.0", "cu118"), support_state::unsupported);  // 3.0 < sm_37
+  const support_answer a = db().pytorch_support(db().at("gtx-1050"), parse_version("2.8"), "cu128");
+  EXPECT_NE(a.reason.find("sm_70"), std::string::npos) << a.reason;
+  EXPECT_NE(a.reason.find("compute capability 6.1"), std::string::npos) << a.reason;
+  ASSERT_FALSE(a.sources.empty());
+  EXPECT_NE(a.sources[0].url.find("github.com/pytorch/pytorch"), std::string::npos);
+  const support_answer ptx =
+      db().pytorch_support(db().at("rtx-5090"), parse_version("2.13"), "cu130");
+  EXPECT_EQ(ptx.state, support_state::supported);
+  const support_answer u = db().pytorch_support(db().at("gtx-1050"), parse_version("2.5"), "cu124");
+  EXPECT_EQ(u.state, support_state::unknown);
+  EXPECT_EQ(u.reason.rfind("the table has no row for PyTorch 2.5 cu124", 0), 0u) << u.reason;
+}
+
+TEST(GpuSupport, LastDriverBranchPerArchitecture) {
+  const support_answer no = db().driver_support(db().at("gtx-1050"), 590);
+  EXPECT_EQ(no.state, support_state::unsupported);
+  EXPECT_NE(no.reason.find("R580 is the last driver branch for Maxwell, Pascal and Volta"),
+            std::string::npos)
+      << no.reason;
+  ASSERT_FALSE(no.sources.empty());
+  EXPECT_EQ(db().driver_support(db().at("tesla-k80"), 495).state, support_state::unsupported);
+  EXPECT_EQ(db().driver_support(db().at("gtx-1050"), 580).state, support_state::unknown);
+  EXPECT_EQ(db().driver_support(db().at("rtx-4090"), 590).state, support_state::unknown);
+}
+
 TEST(GpuPick, RanksWithinBudgetWithReasons) {
   const pick_result r = pick_gpus(db(), 2000.0, {"fp16", "memory=24GiB"});
   ASSERT_GE(r.ranked.size(), 2u);

@@ -74,7 +74,19 @@ TEST(GpuReport, SupportAsksExactlyOneVersion) {
   r.cuda = "12.4";
   EXPECT_TRUE(check_support(db(), r).answer.supported());
   r.cuda.clear();
-  EXPECT_EQ(message_of([&] { check_support(db(), r); }), "give --cuda VER or --cudnn VER");
+  EXPECT_EQ(message_of([&] { check_support(db(), r); }),
+            "give --cuda VER, --cudnn VER, --pytorch VER --wheel cuXYZ or --driver BRANCH");
+  r.pytorch = "2.8";
+  EXPECT_NE(message_of([&] { check_support(db(), r); }).find("go together"), std::string::npos);
+  r.wheel = "cu128";
+  r.driver = "580";
+  EXPECT_EQ(message_of([&] { check_support(db(), r); }), "--pytorch excludes --driver");
+  r.pytorch.clear();
+  r.wheel.clear();
+  r.driver = "R58O";
+  EXPECT_NE(message_of([&] { check_support(db(), r); }).find("bad driver branch 'R58O'"),
+            std::string::npos);
+  r.driver.clear();
   r = {"gtx-1050", "12.4", "9.1"};
   EXPECT_EQ(message_of([&] { check_support(db(), r); }), "--cuda excludes --cudnn");
   r = {"gtx-1050", "twelve", ""};

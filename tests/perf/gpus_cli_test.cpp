@@ -52,6 +52,21 @@ TEST(GpusCli, SupportWithoutARowIsUnknown) {
             std::string::npos);
 }
 
+TEST(GpusCli, SupportForPytorchWheelsAndDrivers) {
+  const json no =
+      run_json({"gpus", "support", "gtx-1050", "--pytorch", "2.8", "--wheel", "cu128", "--json"});
+  EXPECT_EQ(no.at("supported"), false);
+  EXPECT_NE(no.at("source").get<std::string>().find("pytorch"), std::string::npos);
+  const process_result yes =
+      run_keel({"gpus", "support", "gtx-1050", "--pytorch", "2.8", "--wheel", "cu126"});
+  EXPECT_EQ(yes.out.rfind("yes: ", 0), 0u) << yes.out;
+  const json drv = run_json({"gpus", "support", "gtx-1080", "--driver", "R590", "--json"});
+  EXPECT_EQ(drv.at("state"), "unsupported");
+  const process_result lone = run_keel({"gpus", "support", "gtx-1050", "--pytorch", "2.8"});
+  EXPECT_EQ(lone.exit_code, 2);
+  EXPECT_EQ(count_lines(lone.err), 1) << lone.err;
+}
+
 TEST(GpusCli, ShowCompareAndPick) {
   EXPECT_EQ(run_keel({"gpus", "show", "gtx-1050"}).exit_code, 0);
   const json cmp = run_json({"gpus", "compare", "titan-v", "rtx-2080-ti", "--json"});

@@ -51,7 +51,9 @@ void add_compare(CLI::App* group) {
 
 void add_support(CLI::App* group) {
   auto* cmd =
-      group->add_subcommand("support", "Does a CUDA toolkit or cuDNN release support this GPU?");
+      group->add_subcommand("support",
+                            "Does a CUDA toolkit, cuDNN release, PyTorch wheel or driver branch "
+                            "support this GPU?");
   auto json_out = std::make_shared<bool>(false);
   auto request = std::make_shared<kp::support_request>();
   add_json_flag(cmd, *json_out);
@@ -59,6 +61,9 @@ void add_support(CLI::App* group) {
   auto* o_cuda = cmd->add_option("--cuda", request->cuda, "CUDA toolkit version, e.g. 12.4");
   auto* o_cudnn = cmd->add_option("--cudnn", request->cudnn, "cuDNN version, e.g. 9.1");
   o_cuda->excludes(o_cudnn);
+  cmd->add_option("--pytorch", request->pytorch, "PyTorch release, e.g. 2.8 (with --wheel)");
+  cmd->add_option("--wheel", request->wheel, "The PyTorch wheel's CUDA variant, e.g. cu128");
+  cmd->add_option("--driver", request->driver, "NVIDIA driver branch, e.g. 580");
   cmd->callback(
       [=] { print_result(*json_out, kp::check_support(kp::gpu_database::builtin(), *request)); });
 }

@@ -147,6 +147,16 @@ class gpu_database {
   // "the table has no row for cuDNN 8.6 (it covers ...)".
   support_answer cuda_support(const gpu_spec& gpu, version v) const;
   support_answer cudnn_support(const gpu_spec& gpu, version v) const;
+  // Whether PyTorch `release`'s wheel for `wheel` ("cu128") has code the GPU runs: a shipped
+  // cubin for X.y runs on compute capability X.z with z >= y, shipped PTX for v is compiled
+  // at load time on any compute capability >= v (CUDA C++ Programming Guide, "Binary
+  // Compatibility"). A release and wheel the table has no row for is unknown.
+  support_answer pytorch_support(const gpu_spec& gpu, version release,
+                                 std::string_view wheel) const;
+  // Whether NVIDIA driver branch `branch` (580) still supports the GPU: unsupported after the
+  // last branch announced for its architecture; otherwise unknown, since the table records
+  // only last branches (not the first branch that knows a GPU).
+  support_answer driver_support(const gpu_spec& gpu, int branch) const;
 
   const std::string& conventions() const noexcept { return conventions_; }
 
@@ -158,12 +168,27 @@ class gpu_database {
     std::vector<source_ref> sources;
     std::string note;
   };
+  struct wheel_row {
+    version lo, hi;  // inclusive range of releases
+    std::string label, wheel;
+    std::vector<version> archs, ptx;
+    std::vector<source_ref> sources;
+    std::string note;
+  };
+  struct driver_row {
+    version min_cc, max_cc;
+    std::string archs;
+    int branch = 0;
+    std::vector<source_ref> sources;
+  };
   support_answer answer(const std::vector<version_row>& rows, const char* what, const gpu_spec& gpu,
                         version v) const;
 
   std::vector<gpu_spec> gpus_;
   std::vector<version_row> cuda_;
   std::vector<version_row> cudnn_;
+  std::vector<wheel_row> wheels_;
+  std::vector<driver_row> drivers_;
   std::string conventions_;
 };
 
@@ -192,19 +217,22 @@ gpu_list list_gpus(const gpu_database& db, std::string_view arch = {});
 // gpus (each as to_json(gpu_spec)), conventions.
 nlohmann::json to_json(const gpu_list& list);
 
-// Does a CUDA toolkit (cuda) or a cuDNN release (cudnn) support the GPU? Exactly one of the
-// two versions is given.
+// Does a CUDA toolkit (cuda), a cuDNN release (cudnn), a PyTorch wheel (pytorch and wheel) or
+// an NVIDIA driver branch (driver) support the GPU? Exactly one of the four is asked.
 struct support_request {
   std::string gpu;
-  std::string cuda;   // "12.4"; empty: not asked
-  std::string cudnn;  // "9.1"; empty: not asked
+  std::string cuda;     // "12.4"; empty: not asked
+  std::string cudnn;    // "9.1"; empty: not asked
+  std::string pytorch;  // "2.8"; empty: not asked
+  std::string wheel;    // "cu128": the wheel's CUDA variant, given with pytorch only
+  std::string driver;   // "580": a driver branch; empty: not asked
 };
 struct support_result {
   const gpu_spec* gpu = nullptr;  // points into the database
   support_answer answer;
 };
-// Throws keel::invalid_argument when neither or both versions are given ("give --cuda VER or
-// --cudnn VER"), for an unknown GPU or a malformed version.
+// Throws keel::invalid_argument when none or two are asked ("--cuda excludes --cudnn"), for
+// --pytorch without --wheel (or the reverse), an unknown GPU or a malformed version.
 support_result check_support(const gpu_database& db, const support_request& request);
 // supported (true, false, or null when unknown), state ("supported", "unsupported",
 // "unknown"), reason, source, gpu, compute_capability, sources.
