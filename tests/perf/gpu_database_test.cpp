@@ -343,6 +343,21 @@ TEST(GpuPick, PriceListErrorsNameTheLine) {
   EXPECT_THROW(parse_price_list(db(), "# nothing\n", "p.csv"), parse_error);
 }
 
+// Cards sold new in 2025-2026, each sourced; the RTX 4060 Ti runs on a PCIe 4.0 x8 link.
+TEST(GpuDatabase, CurrentAdaCardsWithTheirLinks) {
+  const gpu_spec& ti = db().at("rtx-4060-ti-8gb");
+  EXPECT_DOUBLE_EQ(ti.bandwidth_gbs, 288);
+  EXPECT_EQ(ti.pcie_lanes, 8);
+  EXPECT_DOUBLE_EQ(*ti.pcie_gbs, 16);
+  EXPECT_NEAR(*ti.rate("fp32"), 22.06, 0.01);
+  EXPECT_NEAR(*ti.rate("fp16_tensor"), 44.13, 0.01);  // 34 SMs x 2535 MHz x 512
+  EXPECT_DOUBLE_EQ(db().at("rtx-4060-ti-16gb").memory_gb, 16);
+  const gpu_spec& g4070 = db().at("rtx-4070");
+  EXPECT_NEAR(*g4070.rate("fp32"), 29.15, 0.01);
+  EXPECT_NEAR(*g4070.rate("fp8_tensor"), 116.6, 0.05);
+  EXPECT_FALSE(g4070.pcie_gbs);  // not in the sources read: unknown, not guessed
+}
+
 TEST(GpuDatabase, LoadRejectsUnsourcedEntries) {
   const std::string doc = R"({"sources": {}, "compute_capabilities": [], "cuda": [], "cudnn": [],
     "gpus": [{"name": "x", "display": "X", "arch": "A", "segment": "s", "cc": "8.0", "year": 1,
