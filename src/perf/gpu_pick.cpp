@@ -89,10 +89,27 @@ need parse_need(const gpu_database& db, const std::string& text) {
                                 key == "cuda" ? "CUDA" : "cuDNN", v.str(), g.cc.str()));
       return "";
     };
+  } else if (key == "pytorch" && !value.empty()) {
+    // "2.8+cu128", as the wheel's version string spells it.
+    const auto plus = value.find('+');
+    if (plus == std::string::npos || plus + 1 == value.size()) {
+      throw invalid_argument("bad pytorch need '" + text +
+                             "' (expected pytorch=VER+WHEEL, e.g. pytorch=2.8+cu128)");
+    }
+    const version v = parse_version(value.substr(0, plus));
+    const std::string wheel = value.substr(plus + 1);
+    n.check = [&db, v, wheel](const gpu_spec& g, std::vector<std::string>& why) -> std::string {
+      const support_answer a = db.pytorch_support(g, v, wheel);
+      if (!a.known()) return "unknown: " + a.reason;
+      if (!a.supported()) return a.reason;
+      why.push_back(
+          fmt::format("PyTorch {} {} runs on compute capability {}", v.str(), wheel, g.cc.str()));
+      return "";
+    };
   } else {
     throw invalid_argument("unknown need '" + text +
                            "' (expected fp64, fp16, bf16, tf32, fp8, int8, memory=SIZE, "
-                           "bandwidth=GBPS, cuda=VER or cudnn=VER)");
+                           "bandwidth=GBPS, cuda=VER, cudnn=VER or pytorch=VER+WHEEL)");
   }
   return n;
 }

@@ -218,6 +218,22 @@ TEST(GpuSupport, PytorchWheelsByArchitecture) {
   EXPECT_EQ(u.reason.rfind("the table has no row for PyTorch 2.5 cu124", 0), 0u) << u.reason;
 }
 
+TEST(GpuPick, NeedsAPytorchWheel) {
+  const pick_result r = pick_gpus(db(), std::nullopt, {"pytorch=2.8+cu128"});
+  for (const pick_candidate& c : r.ranked) EXPECT_GE(c.gpu->cc, (version{7, 0})) << c.gpu->name;
+  bool pascal_rejected = false;
+  for (const pick_rejection& x : r.rejected) {
+    if (x.gpu->name == "gtx-1080") pascal_rejected = x.reason.find("sm_70") != std::string::npos;
+  }
+  EXPECT_TRUE(pascal_rejected);
+  const pick_result u = pick_gpus(db(), std::nullopt, {"pytorch=2.5+cu124"});
+  EXPECT_TRUE(u.ranked.empty());
+  ASSERT_FALSE(u.rejected.empty());
+  EXPECT_EQ(u.rejected[0].reason.rfind("unknown: the table has no row for PyTorch 2.5 cu124", 0),
+            0u);
+  EXPECT_THROW(pick_gpus(db(), std::nullopt, {"pytorch=2.8"}), invalid_argument);
+}
+
 TEST(GpuSupport, LastDriverBranchPerArchitecture) {
   const support_answer no = db().driver_support(db().at("gtx-1050"), 590);
   EXPECT_EQ(no.state, support_state::unsupported);

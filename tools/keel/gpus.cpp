@@ -84,7 +84,7 @@ void add_pick(CLI::App* group) {
   cmd->add_option("--need", request->needs,
                   "fp64 | fp16 | bf16 | tf32 | fp8 | int8 | memory=SIZE | "
                   "bandwidth=GBPS | "
-                  "cuda=VER | cudnn=VER (repeatable)")
+                  "cuda=VER | cudnn=VER | pytorch=VER+WHEEL (repeatable)")
       ->take_all();
   add_number(cmd, "--top", request->top, "How many to show (default 5)", 1, 1000000);
   cmd->callback([=] {

@@ -7,6 +7,7 @@
 //   memory=SIZE           at least SIZE of device memory (keel::parse_size: "24GiB", "16G")
 //   bandwidth=GBPS        at least GBPS GB/s of memory bandwidth
 //   cuda=VER | cudnn=VER  supported by that CUDA toolkit / cuDNN release
+//   pytorch=VER+WHEEL     PyTorch's wheel has code for it ("pytorch=2.8+cu128")
 // Ranking: by the first rate need (fp64 -> FP64 TFLOP/s, fp16 -> FP16 tensor TFLOP/s, ...),
 // else by FP32 TFLOP/s; ties by lower price. rank_by::value ranks by that rate per unit of
 // price instead. Prices: launch USD from the database, or a user's price list (price_list,
