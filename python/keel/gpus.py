@@ -65,16 +65,19 @@ def compare(a, b):
     return Comparison(_gpus.compare(a, b))
 
 
-def support(name, cuda=None, cudnn=None):
-    """Whether CUDA toolkit `cuda` (or cuDNN release `cudnn`; give one) supports the GPU:
-    keel gpus support NAME --cuda VER --json. .supported is True, False, or None when the
-    table has no row for the release (.state "unknown", .reason says so)."""
-    return Result(_gpus.support(name, cuda, cudnn))
+def support(name, cuda=None, cudnn=None, pytorch=None, wheel=None, driver=None):
+    """Whether CUDA toolkit `cuda`, cuDNN release `cudnn`, PyTorch release `pytorch` with its
+    wheel variant `wheel` ("cu128"), or driver branch `driver` ("580") supports the GPU (ask
+    one): keel gpus support NAME --cuda VER --json. .supported is True, False, or None when
+    the table has no row for it (.state "unknown", .reason says so)."""
+    return Result(_gpus.support(name, cuda, cudnn, pytorch, wheel, driver))
 
 
-def pick(budget=None, need=(), top=5):
-    """The GPUs that fit a budget (USD, launch prices) and needs ("fp64", "fp16", "bf16",
-    "tf32", "fp8", "int8", "memory=SIZE", "bandwidth=GBPS", "cuda=VER", "cudnn=VER"), ranked,
-    with reasons: keel gpus pick --json."""
+def pick(budget=None, need=(), top=5, prices=None, by="rate"):
+    """The GPUs that fit a budget (USD, launch prices; or the currency of `prices`, a CSV file
+    of card,price) and needs ("fp64", "fp16", "bf16", "tf32", "fp8", "int8", "memory=SIZE",
+    "bandwidth=GBPS", "cuda=VER", "cudnn=VER", "pytorch=VER+WHEEL"), ranked by the needed rate
+    (by="rate") or by rate per unit of price (by="value"), with reasons: keel gpus pick
+    --json."""
     needs = [need] if isinstance(need, str) else builtins.list(need)
-    return Pick(_gpus.pick(budget, needs, top))
+    return Pick(_gpus.pick(budget, needs, top, None if prices is None else str(prices), by))

@@ -330,28 +330,39 @@ void register_gpus(py::module_& m) {
       py::arg("a"), py::arg("b"), "keel gpus compare A B --json: side by side, ratios B/A.");
   m.def(
       "support",
-      [](const std::string& name, std::optional<std::string> cuda,
-         std::optional<std::string> cudnn) {
+      [](const std::string& name, std::optional<std::string> cuda, std::optional<std::string> cudnn,
+         std::optional<std::string> pytorch, std::optional<std::string> wheel,
+         std::optional<std::string> driver) {
         kp::support_request r;
         r.gpu = name;
         r.cuda = cuda.value_or("");
         r.cudnn = cudnn.value_or("");
+        r.pytorch = pytorch.value_or("");
+        r.wheel = wheel.value_or("");
+        r.driver = driver.value_or("");
         return to_python(kp::to_json(kp::check_support(kp::gpu_database::builtin(), r)));
       },
       py::arg("name"), py::arg("cuda") = py::none(), py::arg("cudnn") = py::none(),
-      "keel gpus support NAME --cuda VER | --cudnn VER --json.");
+      py::arg("pytorch") = py::none(), py::arg("wheel") = py::none(),
+      py::arg("driver") = py::none(),
+      "keel gpus support NAME --cuda VER | --cudnn VER | --pytorch VER --wheel cuXYZ | "
+      "--driver BRANCH --json.");
   m.def(
       "pick",
-      [](std::optional<double> budget, const std::vector<std::string>& need, std::int64_t top) {
+      [](std::optional<double> budget, const std::vector<std::string>& need, std::int64_t top,
+         std::optional<std::string> prices, const std::string& by) {
         kp::pick_request r;
         r.budget_usd = budget;
         r.needs = need;
         r.top = top;
+        r.prices = prices.value_or("");
+        r.by = by;
         const kp::pick_result result = kp::pick_gpus(kp::gpu_database::builtin(), r);
         return to_python(kp::to_json(result, static_cast<std::size_t>(r.top)));
       },
       py::arg("budget") = py::none(), py::arg("need") = std::vector<std::string>{},
-      py::arg("top") = 5, "keel gpus pick --json: the GPUs that fit a budget and needs, ranked.");
+      py::arg("top") = 5, py::arg("prices") = py::none(), py::arg("by") = "rate",
+      "keel gpus pick --json: the GPUs that fit a budget and needs, ranked.");
 }
 
 }  // namespace keel::python

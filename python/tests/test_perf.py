@@ -157,6 +157,17 @@ def test_gpus_support_and_pick_equal_the_cli(keel_exe):
     unknown = keel.gpus.support("gtx-1050", cudnn="8.7")
     assert unknown.supported is None and unknown.state == "unknown"
     assert unknown.to_dict() == cli_json(keel_exe, "gpus", "support", "gtx-1050", "--cudnn", "8.7")
+    wheel = keel.gpus.support("gtx-1050", pytorch="2.8", wheel="cu128")
+    assert wheel.supported is False
+    assert wheel.to_dict() == cli_json(keel_exe, "gpus", "support", "gtx-1050", "--pytorch", "2.8",
+                                       "--wheel", "cu128")
+    assert keel.gpus.support("gtx-1080", driver="590").to_dict() == cli_json(
+        keel_exe, "gpus", "support", "gtx-1080", "--driver", "590")
+    prices = DATA / "prices_eur.csv"
+    by_value = keel.gpus.pick(need="fp16", prices=prices, by="value")
+    assert by_value.to_dict() == cli_json(keel_exe, "gpus", "pick", "--need", "fp16", "--prices",
+                                          str(prices), "--by", "value")
+    assert by_value.currency == "EUR" and by_value.ranked[0].name == "rtx-4090"
     for cli_args, kwargs in (
         (["--budget", "2000", "--need", "fp16", "memory=24GiB"], {"budget": 2000, "need": ["fp16", "memory=24GiB"]}),
         (["--budget", "3000", "--need", "fp64"], {"budget": 3000, "need": "fp64"}),
