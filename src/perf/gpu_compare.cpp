@@ -15,6 +15,8 @@ gpu_comparison compare_gpus(const gpu_spec& a, const gpu_spec& b) {
   }
   row("memory_gb", a.memory_gb, b.memory_gb);
   row("bandwidth_gbs", a.bandwidth_gbs, b.bandwidth_gbs);
+  row("nvlink_gbs", a.nvlink_gbs, b.nvlink_gbs);
+  row("pcie_gbs", a.pcie_gbs, b.pcie_gbs);
   row("l2_mb", a.l2_mb, b.l2_mb);
   row("tdp_w", a.tdp_w, b.tdp_w);
   row("price_usd", a.price_usd, b.price_usd);

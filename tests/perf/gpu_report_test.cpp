@@ -58,6 +58,22 @@ TEST(GpuReport, CompareHasRatiosBOverA) {
   }
   EXPECT_TRUE(bandwidth);
   EXPECT_EQ(c.rows.back().metric, "fp32_ridge_flops_per_byte");
+  // Links: a row when either card has one; no ratio against a card without NVLink.
+  const gpu_comparison links = compare_gpus(db().at("h100-sxm"), db().at("rtx-4090"));
+  int seen = 0;
+  for (const gpu_compare_row& r : links.rows) {
+    if (r.metric == "nvlink_gbs") {
+      ++seen;
+      EXPECT_DOUBLE_EQ(*r.a, 900);
+      EXPECT_FALSE(r.b);
+      EXPECT_FALSE(r.ratio);
+    }
+    if (r.metric == "pcie_gbs") {
+      ++seen;
+      EXPECT_DOUBLE_EQ(*r.ratio, 0.5);  // PCIe 4.0 x16 against 5.0 x16
+    }
+  }
+  EXPECT_EQ(seen, 2);
   const json j = to_json(c);
   EXPECT_EQ(j.at("a").at("name"), "titan-v");
   EXPECT_EQ(j.at("rows").size(), c.rows.size());

@@ -69,6 +69,11 @@ TEST(GpusCli, SupportForPytorchWheelsAndDrivers) {
 
 TEST(GpusCli, ShowCompareAndPick) {
   EXPECT_EQ(run_keel({"gpus", "show", "gtx-1050"}).exit_code, 0);
+  const std::string h100 = run_keel({"gpus", "show", "h100-sxm"}).out;
+  EXPECT_NE(h100.find("NVLink            900 GB/s (both directions, all links)"), std::string::npos)
+      << h100;
+  EXPECT_NE(h100.find("PCIe              5.0 x16, 64 GB/s each way"), std::string::npos) << h100;
+  EXPECT_EQ(run_json({"gpus", "show", "rtx-4060-ti-8gb", "--json"}).at("pcie"), "4.0 x8");
   const json cmp = run_json({"gpus", "compare", "titan-v", "rtx-2080-ti", "--json"});
   EXPECT_EQ(cmp.at("a").at("name"), "titan-v");
   const json pick =

@@ -1,5 +1,6 @@
 // keel::perf::compare_gpus — two GPUs side by side: every published (or derived) rate, memory,
-// bandwidth, cache, power, price and the FP32 ridge point, with the ratio B/A. A row is kept
+// bandwidth, NVLink and PCIe bandwidth, cache, power, price and the FP32 ridge point, with the
+// ratio B/A. A row is kept
 // when either GPU has the number. Pure function of the two specs; thread-safe.
 #pragma once
 
