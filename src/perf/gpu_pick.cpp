@@ -129,6 +129,53 @@ std::optional<double> number_of(std::string_view cell) {
   return v;
 }
 
+// The cells of one CSV line: split at commas outside double quotes, each cell trimmed and
+// unquoted ("" inside quotes is one quote), with the 1-based column where it starts.
+struct csv_cell {
+  std::string text;
+  std::size_t column = 1;
+};
+std::vector<csv_cell> split_csv(std::string_view line, std::size_t line_no,
+                                const std::string& origin) {
+  std::vector<csv_cell> cells;
+  std::size_t i = 0;
+  while (true) {
+    csv_cell cell;
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+    cell.column = i + 1;
+    if (i < line.size() && line[i] == '"') {
+      ++i;
+      bool closed = false;
+      while (i < line.size()) {
+        if (line[i] == '"') {
+          if (i + 1 < line.size() && line[i + 1] == '"') {
+            cell.text += '"';
+            i += 2;
+            continue;
+          }
+          closed = true;
+          ++i;
+          break;
+        }
+        cell.text += line[i++];
+      }
+      if (!closed) throw parse_error(origin, line_no, cell.column, "unterminated quoted cell");
+      while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+      if (i < line.size() && line[i] != ',') {
+        throw parse_error(origin, line_no, i + 1, "text after a quoted cell");
+      }
+    } else {
+      const auto end = line.find(',', i);
+      cell.text = std::string(trim(line.substr(i, end == std::string_view::npos ? end : end - i)));
+      i = end == std::string_view::npos ? line.size() : end;
+    }
+    cells.push_back(std::move(cell));
+    if (i >= line.size()) break;
+    ++i;  // the comma
+  }
+  return cells;
+}
+
 std::string money(double v, const std::string& currency, bool usd) {
   return usd ? fmt::format("${:g}", v) : fmt::format("{:g} {}", v, currency);
 }
@@ -147,15 +194,17 @@ price_list parse_price_list(const gpu_database& db, std::string_view text,
     std::string_view line = text.substr(0, nl);
     text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
     ++line_no;
-    line = trim(line);
-    if (line.empty() || line.front() == '#') continue;
-    const auto comma = line.find(',');
-    if (comma == std::string_view::npos || line.find(',', comma + 1) != std::string_view::npos) {
+    if (line_no == 1 && line.starts_with("\xEF\xBB\xBF")) line.remove_prefix(3);  // UTF-8 BOM
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (trim(line).empty() || trim(line).front() == '#') continue;
+    const std::vector<csv_cell> cells = split_csv(line, line_no, origin);
+    if (cells.size() != 2) {
       throw parse_error(origin, line_no, 1,
-                        "expected two cells 'card,price', got '" + std::string(line) + "'");
+                        "expected two cells 'card,price', got '" + std::string(trim(line)) + "'");
     }
-    const std::string_view card = trim(line.substr(0, comma));
-    const std::string_view price = trim(line.substr(comma + 1));
+    const std::string_view card = cells[0].text;
+    const std::string_view price = cells[1].text;
+    const std::size_t price_column = cells[1].column;
     const auto value = number_of(price);
     if (first && !value) {  // a header: its price cell is the currency label
       first = false;
@@ -165,7 +214,7 @@ price_list parse_price_list(const gpu_database& db, std::string_view text,
     first = false;
     if (card.empty()) throw parse_error(origin, line_no, 1, "empty card name");
     if (!value || !(*value > 0)) {
-      throw parse_error(origin, line_no, comma + 2,
+      throw parse_error(origin, line_no, price_column,
                         "price '" + std::string(price) + "' is not a finite number > 0");
     }
     const gpu_spec* g = db.find(card);

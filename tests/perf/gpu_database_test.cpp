@@ -357,6 +357,16 @@ TEST(GpuPick, PriceListErrorsNameTheLine) {
   const std::string unknown = error_of("# prices\nrtx-9090,5000\n");
   EXPECT_EQ(unknown.rfind("p.csv:2: unknown GPU 'rtx-9090'", 0), 0u) << unknown;
   EXPECT_THROW(parse_price_list(db(), "# nothing\n", "p.csv"), parse_error);
+  // Spreadsheet exports: a byte-order mark, CRLF, quoted cells (a comma inside quotes is text).
+  const price_list quoted = parse_price_list(
+      db(), "\xEF\xBB\xBF\"card\",\"CHF\"\r\n\"rtx-4090\", \"1749.5\"\r\n", "p.csv");
+  EXPECT_EQ(quoted.currency, "CHF");
+  EXPECT_DOUBLE_EQ(quoted.prices.at("rtx-4090"), 1749.5);
+  EXPECT_EQ(error_of("card,EUR\nrtx-4090,\"1,799\"\n"),
+            "p.csv:2:10: price '1,799' is not a finite number > 0");
+  EXPECT_EQ(error_of("card,EUR\n  rtx-4090,  x\n"),
+            "p.csv:2:14: price 'x' is not a finite number > 0");
+  EXPECT_EQ(error_of("\"rtx-4090,1799\n"), "p.csv:1:1: unterminated quoted cell");
 }
 
 // Cards sold new in 2025-2026, each sourced; the RTX 4060 Ti runs on a PCIe 4.0 x8 link.

@@ -30,7 +30,9 @@
 
 namespace keel::perf {
 
-// A user's prices: CSV lines "card,price"; blank lines and lines starting with '#' are skipped.
+// A user's prices: CSV lines "card,price"; blank lines and lines starting with '#' are skipped;
+// cells may be double-quoted (a comma inside quotes is text), lines may end in CRLF, and a
+// UTF-8 byte-order mark before the first line is ignored.
 // A first line whose price cell is not a number is a header, and its price cell is the
 // currency label ("card,EUR"); without one the label is "price units".
 struct price_list {
