@@ -382,6 +382,11 @@ TEST(GpuDatabase, CurrentAdaCardsWithTheirLinks) {
   EXPECT_NEAR(*g4070.rate("fp32"), 29.15, 0.01);
   EXPECT_NEAR(*g4070.rate("fp8_tensor"), 116.6, 0.05);
   EXPECT_FALSE(g4070.pcie_gbs);  // not in the sources read: unknown, not guessed
+  const gpu_spec& pro = db().at("rtx-pro-6000-blackwell");
+  EXPECT_EQ(pro.segment, "workstation");
+  EXPECT_DOUBLE_EQ(pro.memory_gb, 96);
+  EXPECT_DOUBLE_EQ(*pro.rate("fp16_tensor"), 250);  // 4000 sparse FP4 AI TOPS / 16
+  EXPECT_NE(pro.derived_how.at("fp16_tensor").find("twice this"), std::string::npos);
 }
 
 TEST(GpuDatabase, LoadRejectsUnsourcedEntries) {
