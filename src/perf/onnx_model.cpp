@@ -9,6 +9,7 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -115,6 +116,84 @@ std::optional<std::int64_t> int_attr1(const onnx::NodeProto& n, const char* name
     if (a.name() == name) return a.i();
   }
   return std::nullopt;
+}
+
+bool is_float_type(int t) {
+  return t == onnx::TensorProto::FLOAT || t == onnx::TensorProto::DOUBLE ||
+         t == onnx::TensorProto::FLOAT16 || t == onnx::TensorProto::BFLOAT16;
+}
+
+std::string str_attr(const onnx::NodeProto& n, const char* name) {
+  for (const auto& a : n.attribute()) {
+    if (a.name() == name) return a.s();
+  }
+  return {};
+}
+
+double product(const std::vector<std::int64_t>& dims) {
+  return std::accumulate(dims.begin(), dims.end(), 1.0,
+                         [](double acc, std::int64_t d) { return acc * static_cast<double>(d); });
+}
+
+// Einsum: the size of every index label (letters; the dims an ellipsis stands for get labels of
+// their own, aligned from the right as broadcasting aligns them). Returns nullopt when the
+// equation does not match the operand ranks.
+std::optional<std::map<std::string, std::int64_t>> einsum_labels(
+    const std::string& equation, const std::vector<const std::vector<std::int64_t>*>& operands) {
+  std::string eq;
+  for (char ch : equation) {
+    if (ch != ' ') eq.push_back(ch);
+  }
+  const auto arrow = eq.find("->");
+  const std::string lhs = eq.substr(0, arrow);
+  std::vector<std::string> terms;
+  std::size_t start = 0;
+  for (std::size_t i = 0; i <= lhs.size(); ++i) {
+    if (i == lhs.size() || lhs[i] == ',') {
+      terms.push_back(lhs.substr(start, i - start));
+      start = i + 1;
+    }
+  }
+  if (terms.size() != operands.size()) return std::nullopt;
+  std::map<std::string, std::int64_t> sizes;
+  for (std::size_t t = 0; t < terms.size(); ++t) {
+    const std::vector<std::int64_t>& dims = *operands[t];
+    const std::string& term = terms[t];
+    const auto ellipsis = term.find("...");
+    std::string letters = term;
+    if (ellipsis != std::string::npos) letters.erase(ellipsis, 3);
+    if (letters.size() > dims.size() ||
+        (ellipsis == std::string::npos && letters.size() != dims.size()))
+      return std::nullopt;
+    const std::size_t covered = dims.size() - letters.size();
+    const std::size_t before = ellipsis == std::string::npos ? letters.size() : ellipsis;
+    auto note = [&](const std::string& label, std::int64_t d) {
+      auto [it, fresh] = sizes.emplace(label, d);
+      if (!fresh) it->second = std::max(it->second, d);  // broadcasting: 1 against n is n
+    };
+    for (std::size_t i = 0; i < before; ++i) note(std::string(1, letters[i]), dims[i]);
+    for (std::size_t e = 0; e < covered; ++e) {
+      note("..." + std::to_string(covered - 1 - e), dims[before + e]);  // numbered from the right
+    }
+    for (std::size_t i = before; i < letters.size(); ++i)
+      note(std::string(1, letters[i]), dims[covered + i]);
+  }
+  return sizes;
+}
+
+// Elementwise FLOPs per direction, step, sequence and hidden unit of a recurrent cell (the
+// header's table): gates combined, biases, then the cell's own arithmetic.
+double recurrent_cell_flops(const std::string& op, bool bias, bool peepholes) {
+  const double gates = op == "LSTM" ? 4 : op == "GRU" ? 3 : 1;
+  double f = gates + (bias ? 2 * gates : 0);
+  if (op == "LSTM") {
+    f += 3 * 4 + 2 * 5 + 3 + 1 + (peepholes ? 6 : 0);
+  } else if (op == "GRU") {
+    f += 2 * 4 + 1 + 5 + 4;
+  } else {
+    f += 5;
+  }
+  return f;
 }
 
 // ---- shape binding and folding -------------------------------------------------------------
@@ -280,6 +359,182 @@ int fold_shape_nodes(onnx::GraphProto& g) {
   return replaced;
 }
 
+// How the file's initializers differ from the framework's own parameter count (header).
+std::vector<std::string> parameter_notes(const onnx::GraphProto& g) {
+  std::vector<std::string> notes;
+  std::map<std::string, const onnx::TensorProto*> by_name;
+  std::vector<const onnx::TensorProto*> computed;
+  double computed_elements = 0;
+  for (const auto& init : g.initializer()) {
+    by_name[init.name()] = &init;
+    if (init.name().starts_with("onnx::") && is_float_type(init.data_type())) {
+      computed.push_back(&init);
+      computed_elements += product({init.dims().begin(), init.dims().end()});
+    }
+  }
+  if (!computed.empty()) {
+    notes.push_back(fmt::format(
+        "{} initializers ({} elements) were computed by the exporter (names 'onnx::...': folded, "
+        "transposed or merged weights); the parameter count follows the file, not the "
+        "framework's modules",
+        computed.size(), computed_elements));
+  }
+  bool batch_norm = false;
+  int folded_convs = 0;
+  for (const auto& n : g.node()) {
+    batch_norm = batch_norm || n.op_type() == "BatchNormalization";
+    if (n.op_type() == "Conv" && n.input_size() > 2 && n.input(1).starts_with("onnx::") &&
+        by_name.contains(n.input(1)) && by_name.contains(n.input(2)))
+      ++folded_convs;
+  }
+  if (folded_convs > 0 && !batch_norm) {
+    notes.push_back(fmt::format(
+        "{} convolutions have exporter-computed weights and a bias and the graph has no "
+        "BatchNormalization: batch norms were folded into them (the file holds 1 bias per "
+        "channel where the framework counts 2 batch-norm parameters and 2 buffers)",
+        folded_convs));
+  }
+  for (const onnx::TensorProto* t : computed) {
+    if (t->dims_size() != 2) continue;
+    for (const auto& other : g.initializer()) {
+      if (&other == t || other.dims_size() != 2 || other.data_type() != t->data_type()) continue;
+      if (other.dims(0) == t->dims(1) && other.dims(1) == t->dims(0) && t->dims(0) != t->dims(1)) {
+        notes.push_back(fmt::format(
+            "'{}' ({}x{}) has the shape of '{}' transposed: probably a tied weight the exporter "
+            "wrote twice, so its {} elements are counted twice",
+            t->name(), t->dims(0), t->dims(1), other.name(), t->dims(0) * t->dims(1)));
+        break;
+      }
+    }
+  }
+  return notes;
+}
+
+// The most activation bytes alive at once when the nodes run in graph order: a tensor is
+// alive from its producer (graph inputs: from the start) to its last consumer (graph outputs:
+// to the end). `size` gives a tensor's bytes (0 for initializers and unknown shapes).
+double peak_activation_bytes(const onnx::GraphProto& g,
+                             const std::function<double(const std::string&)>& size) {
+  const int n = g.node_size();
+  std::unordered_map<std::string, int> last_use;
+  for (int i = 0; i < n; ++i) {
+    for (const auto& name : g.node(i).input()) {
+      if (!name.empty()) last_use[name] = i;
+    }
+  }
+  for (const auto& v : g.output()) last_use[v.name()] = n;
+  std::vector<double> freed_after(static_cast<std::size_t>(n) + 1, 0.0);
+  double alive = 0;
+  for (const auto& v : g.input()) {
+    const double b = size(v.name());
+    if (b <= 0) continue;
+    alive += b;
+    auto it = last_use.find(v.name());
+    freed_after[static_cast<std::size_t>(it == last_use.end() ? 0 : it->second)] += b;
+  }
+  double peak = alive;
+  for (int i = 0; i < n; ++i) {
+    for (const auto& name : g.node(i).output()) {
+      const double b = name.empty() ? 0 : size(name);
+      if (b <= 0) continue;
+      alive += b;
+      auto it = last_use.find(name);
+      freed_after[static_cast<std::size_t>(it == last_use.end() ? i : it->second)] += b;
+    }
+    peak = std::max(peak, alive);
+    alive -= freed_after[static_cast<std::size_t>(i)];
+  }
+  return peak;
+}
+
+// libonnx infers no shape for Einsum, and exporters declare its outputs with symbolic dims:
+// give every Einsum whose operand shapes are known its output shape from the equation (the
+// labels after "->", or without one the labels that appear once, in alphabetical order, after
+// the ellipsis dims). Returns how many outputs it set.
+int shape_einsum_outputs(onnx::GraphProto& g) {
+  std::unordered_map<std::string, std::vector<std::int64_t>> shapes;
+  auto note_shape = [&](const onnx::ValueInfoProto& v) {
+    if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) return;
+    std::vector<std::int64_t> dims;
+    for (const auto& d : v.type().tensor_type().shape().dim()) {
+      if (!d.has_dim_value()) return;
+      dims.push_back(d.dim_value());
+    }
+    shapes[v.name()] = dims;
+  };
+  for (const auto& v : g.input()) note_shape(v);
+  for (const auto& v : g.value_info()) note_shape(v);
+  for (const auto& v : g.output()) note_shape(v);
+  for (const auto& init : g.initializer())
+    shapes[init.name()] = {init.dims().begin(), init.dims().end()};
+  int set = 0;
+  for (const onnx::NodeProto& n : g.node()) {
+    if (n.op_type() != "Einsum" || n.output_size() != 1 || shapes.contains(n.output(0))) continue;
+    std::vector<const std::vector<std::int64_t>*> operands;
+    for (const auto& name : n.input()) {
+      auto it = shapes.find(name);
+      if (it == shapes.end()) break;
+      operands.push_back(&it->second);
+    }
+    if (operands.size() != static_cast<std::size_t>(n.input_size())) continue;
+    std::string eq;
+    for (char ch : str_attr(n, "equation")) {
+      if (ch != ' ') eq.push_back(ch);
+    }
+    const auto labels = einsum_labels(eq, operands);
+    if (!labels) continue;
+    std::size_t ellipsis_dims = 0;
+    for (const auto& [label, size] : *labels) ellipsis_dims += label.starts_with("...");
+    std::vector<std::int64_t> dims;
+    auto ellipsis = [&] {
+      for (std::size_t e = ellipsis_dims; e-- > 0;)
+        dims.push_back(labels->at("..." + std::to_string(e)));
+    };
+    const auto arrow = eq.find("->");
+    if (arrow != std::string::npos) {
+      const std::string out = eq.substr(arrow + 2);
+      for (std::size_t i = 0; i < out.size(); ++i) {
+        if (out.compare(i, 3, "...") == 0) {
+          ellipsis();
+          i += 2;
+        } else {
+          dims.push_back(labels->at(std::string(1, out[i])));
+        }
+      }
+    } else {
+      std::map<char, int> seen;
+      for (char ch : eq) {
+        if (std::isalpha(static_cast<unsigned char>(ch))) ++seen[ch];
+      }
+      ellipsis();
+      for (const auto& [ch, count] : seen) {
+        if (count == 1) dims.push_back(labels->at(std::string(1, ch)));
+      }
+    }
+    onnx::ValueInfoProto* target = nullptr;
+    for (auto& v : *g.mutable_output()) {
+      if (v.name() == n.output(0)) target = &v;
+    }
+    for (auto& v : *g.mutable_value_info()) {
+      if (v.name() == n.output(0)) target = &v;
+    }
+    if (!target) {
+      target = g.add_value_info();
+      target->set_name(n.output(0));
+      target->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+      for (const auto& v : g.input()) {
+        if (v.name() == n.input(0)) target->mutable_type()->CopyFrom(v.type());
+      }
+    }
+    auto* shape = target->mutable_type()->mutable_tensor_type()->mutable_shape();
+    shape->clear_dim();
+    for (std::int64_t d : dims) shape->add_dim()->set_dim_value(d);
+    shapes[n.output(0)] = dims;
+    ++set;
+  }
+  return set;
+}
+
 void infer(onnx::ModelProto& model) {
   try {
     onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(),
@@ -337,7 +592,11 @@ onnx_report analyze_onnx(const std::string& path, const gpu_spec& device,
   // the nodes counted are the file's own.
   onnx::ModelProto work = model;
   infer(work);
-  for (int pass = 0; pass < 16 && fold_shape_nodes(*work.mutable_graph()) > 0; ++pass) infer(work);
+  for (int pass = 0; pass < 16; ++pass) {
+    const int folded = fold_shape_nodes(*work.mutable_graph());
+    if (folded + shape_einsum_outputs(*work.mutable_graph()) == 0) break;
+    infer(work);
+  }
   {
     // A dimension still without a value would be counted as some guess: refuse unless told.
     std::set<std::string> unresolved;
@@ -409,8 +668,16 @@ onnx_report analyze_onnx(const std::string& path, const gpu_spec& device,
     t.dims.assign(init.dims().begin(), init.dims().end());
     tensors[init.name()] = t;
     initializers.insert(init.name());
-    r.params += t.elements();
+    if (is_float_type(t.elem_type)) r.params += t.elements();
+    r.weight_bytes += t.elements() * elem_bytes(t.elem_type);
   }
+  r.param_notes = parameter_notes(g);
+
+  for (op_class cls : {op_class::gemm, op_class::attention, op_class::memory})
+    r.efficiencies.push_back(achievable_fraction(device, cls));
+  auto fraction_of = [&](op_class cls) {
+    return r.efficiencies[static_cast<std::size_t>(cls)].fraction;
+  };
 
   auto info = [&](const std::string& name) -> const tensor_info* {
     if (name.empty()) return nullptr;
@@ -492,6 +759,61 @@ onnx_report analyze_onnx(const std::string& path, const gpu_spec& device,
           !initializers.contains(n.input(0)) && !initializers.contains(n.input(1));
       c.kind = both_activations ? "attention_matmul" : "matmul";
       ceiling = both_activations ? "attention_matmul" : "gemm";
+    } else if (op == "Einsum") {
+      std::vector<const std::vector<std::int64_t>*> operands;
+      bool weight = false;
+      for (const auto& name : n.input()) {
+        operands.push_back(&need_shape(n, name).dims);
+        weight = weight || initializers.contains(name);
+      }
+      const auto labels = einsum_labels(str_attr(n, "equation"), operands);
+      if (!labels) {
+        throw invalid_argument(
+            fmt::format("{}: node '{}' (Einsum): equation '{}' does not match "
+                        "its {} operands' ranks",
+                        path, n.name(), str_attr(n, "equation"), operands.size()));
+      }
+      if (operands.size() == 1) {
+        c.kind = "reduce";
+        flops = product(*operands[0]);
+      } else {
+        double all = 1;
+        for (const auto& [label, size] : *labels) all *= static_cast<double>(size);
+        c.macs = all * static_cast<double>(operands.size() - 1);
+        flops = 2 * c.macs;
+        c.kind = weight ? "matmul" : "attention_matmul";
+        ceiling = weight ? "gemm" : "attention_matmul";
+      }
+    } else if (op == "LSTM" || op == "GRU" || op == "RNN") {
+      c.kind = "matmul";
+      ceiling = "gemm";
+      const tensor_info& x = need_shape(n, n.input(0));
+      const tensor_info& w = need_shape(n, n.input(1));
+      const tensor_info& rec = need_shape(n, n.input(2));
+      if (x.dims.size() != 3 || w.dims.size() != 3 || rec.dims.size() != 3) {
+        throw invalid_argument(
+            fmt::format("{}: node '{}' ({}): X, W and R must have rank 3", path, n.name(), op));
+      }
+      const bool batch_first = int_attr1(n, "layout").value_or(0) == 1;
+      const double steps = static_cast<double>(x.dims[batch_first ? 1 : 0]);
+      const double batch = static_cast<double>(x.dims[batch_first ? 0 : 1]);
+      const double dirs = static_cast<double>(w.dims[0]);
+      const double hidden = static_cast<double>(rec.dims[2]);
+      const double gates_x_hidden = static_cast<double>(w.dims[1]);  // gates x hidden
+      const double input = static_cast<double>(w.dims[2]);
+      const bool bias = n.input_size() > 3 && !n.input(3).empty();
+      const bool peepholes = op == "LSTM" && n.input_size() > 7 && !n.input(7).empty();
+      const double units = dirs * steps * batch;
+      c.macs = units * gates_x_hidden * (input + hidden);
+      flops = 2 * c.macs + units * hidden * recurrent_cell_flops(op, bias, peepholes);
+    } else if (op == "Gather" && n.input_size() > 0) {
+      // Only the gathered rows are read: charge the data operand the output's size.
+      c.kind = "data";
+      const tensor_info* data = info(n.input(0));
+      if (data && data->shape_known && out && out->shape_known) {
+        const double table = data->elements() * elem_bytes(data->elem_type);
+        bytes += std::min(table, out->elements() * elem_bytes(data->elem_type)) - table;
+      }
     } else if (op == "Softmax" || op == "LogSoftmax") {
       c.kind = "norm";
       flops = 5 * out_elems;
@@ -532,22 +854,28 @@ onnx_report analyze_onnx(const std::string& path, const gpu_spec& device,
     }
     c.cost = {flops, bytes};
     const bool matmul = c.kind == "matmul" || c.kind == "attention_matmul";
+    c.efficiency_class = c.kind == "matmul"             ? op_class::gemm
+                         : c.kind == "attention_matmul" ? op_class::attention
+                                                        : op_class::memory;
     const peak_rate p = device.peak(c.type, matmul && options.tensor);
     c.peak_key = p.key;
-    double rate = p.tflops;
+    // Achievable rates: a measured ceiling of the node's class where the device has one, else
+    // the peak times the class's fraction (efficiency.hpp).
+    double rate = p.tflops * (matmul ? fraction_of(c.efficiency_class) : 1.0);
     const double hardware_bandwidth = device.bandwidth_for(c.cost.bytes);
-    double bandwidth = hardware_bandwidth;
+    double bandwidth = hardware_bandwidth * fraction_of(op_class::memory);
     if (auto it = device.ceilings_tflops.find(ceiling);
         !ceiling.empty() && it != device.ceilings_tflops.end()) {
-      rate = std::min(rate, it->second);
+      rate = std::min(p.tflops, it->second);
       c.peak_key = "ceiling:" + ceiling;
     }
     if (auto it = device.ceilings_gbs.find(ceiling);
         !ceiling.empty() && it != device.ceilings_gbs.end()) {
-      bandwidth = std::min(bandwidth, it->second * 1e9);
+      bandwidth = std::min(hardware_bandwidth, it->second * 1e9);
       c.peak_key = "ceiling:" + ceiling;
     }
-    r.roofline_seconds += evaluate(c.cost, p.tflops * 1e12, hardware_bandwidth).seconds;
+    c.bound_seconds = evaluate(c.cost, p.tflops * 1e12, hardware_bandwidth).seconds;
+    r.roofline_seconds += c.bound_seconds;
     c.point = evaluate(c.cost, rate * 1e12, bandwidth);
     c.seconds = c.point.seconds + (c.kind != "view" ? device.overhead_us * 1e-6 : 0);
     r.macs += c.macs;
@@ -556,6 +884,12 @@ onnx_report analyze_onnx(const std::string& path, const gpu_spec& device,
     r.seconds += c.seconds;
     r.nodes.push_back(std::move(c));
   }
+  r.peak_activation_bytes = peak_activation_bytes(g, [&](const std::string& name) {
+    const tensor_info* t = info(name);
+    return t && t->shape_known && !initializers.contains(name)
+               ? t->elements() * elem_bytes(t->elem_type)
+               : 0.0;
+  });
   return r;
 }
 

@@ -386,9 +386,21 @@ model_result run_model(const model_request& r) {
     }
     o.dim_values[d.substr(0, eq)] = *value;
   }
-  model_result result{resolve_device(r.gpu), {}, r.tensor};
+  check_integer("--depth", r.depth, -1, 1000000);
+  model_result result{resolve_device(r.gpu), {}, r.tensor, {}, r.depth, {}};
   result.report = analyze_onnx(r.path, result.device, o);
-  if (!r.svg.empty()) write_output_file(r.svg, model_chart(result));
+  result.fit = check_memory_fit(result.report.memory(), result.device);
+  std::vector<rollup_entry> entries;
+  entries.reserve(result.report.nodes.size());
+  for (const onnx_node_cost& n : result.report.nodes) {
+    const auto slash = n.name.rfind('/');
+    entries.push_back({scope_of(n.name),
+                       slash == std::string::npos ? n.name : n.name.substr(slash + 1), n.op_type,
+                       n.macs, n.cost, n.seconds, n.bound_seconds, n.point.limit});
+  }
+  const auto base = r.path.find_last_of('/');
+  result.tree = build_rollup(base == std::string::npos ? r.path : r.path.substr(base + 1), entries);
+  if (!r.svg.empty() && result.fit.fits) write_output_file(r.svg, model_chart(result));
   return result;
 }
 
@@ -409,6 +421,8 @@ std::string model_chart(const model_result& x) {
 
 json to_json(const model_result& x) {
   const onnx_report& rep = x.report;
+  const bool fits = x.fit.fits;
+  auto time = [&](double seconds) { return fits ? json(seconds * 1e3) : json(nullptr); };
   json nodes = json::array();
   for (const onnx_node_cost& n : rep.nodes) {
     nodes.push_back({{"name", n.name},
@@ -420,9 +434,14 @@ json to_json(const model_result& x) {
                      {"intensity", finite_or_null(n.point.intensity)},
                      {"bound", std::string(name_of(n.point.limit))},
                      {"rate", n.peak_key},
-                     {"time_ms", n.seconds * 1e3},
+                     {"time_ms", time(n.seconds)},
                      {"dtype", std::string(name_of(n.type))},
                      {"output_shape", n.output_shape}});
+  }
+  json efficiency = json::object();
+  for (const auto& e : rep.efficiencies) {
+    efficiency[std::string(name_of(e.cls))] = {
+        {"fraction", e.fraction}, {"known", e.known}, {"basis", e.basis}, {"source", e.source}};
   }
   return {{"model", rep.path},
           {"producer", rep.producer},
@@ -432,9 +451,19 @@ json to_json(const model_result& x) {
           {"flops", rep.flops},
           {"bytes", rep.bytes},
           {"params", rep.params},
-          {"predicted_ms", rep.seconds * 1e3},
-          {"roofline_ms", rep.roofline_seconds * 1e3},
+          {"param_notes", rep.param_notes},
+          {"memory",
+           {{"fits", fits},
+            {"message", x.fit.message},
+            {"weights_bytes", x.fit.need.weights},
+            {"activation_bytes", x.fit.need.activations},
+            {"capacity_bytes", x.fit.capacity},
+            {"shortfall_bytes", x.fit.shortfall}}},
+          {"predicted_ms", time(rep.seconds)},
+          {"roofline_ms", time(rep.roofline_seconds)},
+          {"efficiency", efficiency},
           {"unknown_ops", rep.unknown_ops},
+          {"tree", to_json(collapse(x.tree, x.depth), fits)},
           {"nodes", nodes},
           {"source", x.device.source_text()}};
 }

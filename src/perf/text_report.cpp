@@ -88,14 +88,24 @@ std::string to_text(const llm_result& x) {
 
 std::string to_text(const model_result& x, const model_text_options& options) {
   const onnx_report& rep = x.report;
+  const bool fits = x.fit.fits;
   std::string out;
   put(out, "{} ({}, opset {}) on {}\n", rep.path, rep.producer, rep.opset, x.device.name);
   put(out, "{} nodes, {} parameters\n", rep.nodes.size(), with_commas(rep.params));
-  put(out,
-      "MACs {:.4g} G, FLOPs {:.4g} G, bytes {}, predicted {:.4g} ms (hardware roofline {:.4g} "
-      "ms)\n",
-      rep.macs / 1e9, rep.flops / 1e9, si_text(rep.bytes, "B"), rep.seconds * 1e3,
-      rep.roofline_seconds * 1e3);
+  for (const std::string& note : rep.param_notes) put(out, "  note: {}\n", note);
+  put(out, "MACs {:.4g} G, FLOPs {:.4g} G, bytes {}\n", rep.macs / 1e9, rep.flops / 1e9,
+      si_text(rep.bytes, "B"));
+  put(out, "memory: {}\n", x.fit.message);
+  if (fits) {
+    put(out, "cannot be faster than {:.4g} ms (hardware roofline), expect about {:.4g} ms\n",
+        rep.roofline_seconds * 1e3, rep.seconds * 1e3);
+    for (const efficiency& e : rep.efficiencies)
+      put(out, "  {:<9} x{:.3g} of the bound's rate: {}\n", name_of(e.cls), e.fraction, e.basis);
+  } else {
+    out += "no latency: the model does not fit this device's memory\n";
+  }
+  put(out, "\n{}", rollup_text(x.tree, options.depth, fits));
+  if (!fits) return out;
   std::map<std::string, std::pair<int, double>> by_type;
   for (const onnx_node_cost& n : rep.nodes) {
     by_type[n.op_type].first += 1;

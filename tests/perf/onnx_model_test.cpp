@@ -198,6 +198,107 @@ TEST(OnnxModel, UnresolvedDimensionsAreRefusedUnlessAssumedOne) {
             golden.at("macs_all_one").get<double>());
 }
 
+// make_small_graphs.py: nn.LSTM(16, 32, 2 layers, bidirectional) on x [10, 3, 16]. Per layer:
+// 2 directions x 10 steps x 3 sequences x 4 gates x 32 x (input + 32) MACs; FLOPs 2 x MACs plus
+// 38 per direction, step, sequence and hidden unit (4 combine + 8 bias + 26 cell).
+TEST(OnnxModel, CountsLstmByHand) {
+  const onnx_report r = analyze_onnx(data_dir + "lstm.onnx", h100());
+  const auto n = by_name(r);
+  ASSERT_TRUE(n.contains("/rnn/LSTM") && n.contains("/rnn/LSTM_1"));
+  const double units = 2.0 * 10 * 3;
+  EXPECT_EQ(n.at("/rnn/LSTM")->kind, "matmul");
+  EXPECT_DOUBLE_EQ(n.at("/rnn/LSTM")->macs, units * 128 * (16 + 32));
+  EXPECT_DOUBLE_EQ(n.at("/rnn/LSTM")->cost.flops, 2 * units * 128 * 48 + units * 32 * 38);
+  EXPECT_DOUBLE_EQ(n.at("/rnn/LSTM_1")->macs, units * 128 * (64 + 32));
+  EXPECT_DOUBLE_EQ(n.at("/rnn/LSTM_1")->cost.flops, 2 * units * 128 * 96 + units * 32 * 38);
+  EXPECT_DOUBLE_EQ(r.macs, units * 128 * (48 + 96));
+  EXPECT_TRUE(r.unknown_ops.empty());
+}
+
+// nn.GRU(16, 32) on x [10, 3, 16]: 10 x 3 x 3 gates x 32 x (16 + 32) MACs; 27 FLOPs per step,
+// sequence and hidden unit besides (3 combine + 6 bias + 18 cell).
+TEST(OnnxModel, CountsGruByHand) {
+  const onnx_report r = analyze_onnx(data_dir + "gru.onnx", h100());
+  const onnx_node_cost& gru = *by_name(r).at("/rnn/GRU");
+  EXPECT_DOUBLE_EQ(gru.macs, 30.0 * 96 * 48);
+  EXPECT_DOUBLE_EQ(gru.cost.flops, 2 * 30.0 * 96 * 48 + 30.0 * 32 * 27);
+  EXPECT_TRUE(r.unknown_ops.empty());
+}
+
+// einsum("bhqd,bhkd->bhqk") of two [2, 4, 8, 16] activations: 2*4*8*8*16 MACs, an attention
+// product; einsum("bij,jk->bik") of [2, 8, 16] with a [16, 24] weight: 2*8*16*24, a GEMM.
+TEST(OnnxModel, CountsEinsumByItsLabels) {
+  const onnx_report r = analyze_onnx(data_dir + "einsum.onnx", h100());
+  const auto n = by_name(r);
+  EXPECT_DOUBLE_EQ(n.at("/Einsum")->macs, 2.0 * 4 * 8 * 8 * 16);
+  EXPECT_EQ(n.at("/Einsum")->kind, "attention_matmul");
+  EXPECT_EQ(n.at("/Einsum")->efficiency_class, op_class::attention);
+  EXPECT_DOUBLE_EQ(n.at("/Einsum")->cost.flops, 2 * 2.0 * 4 * 8 * 8 * 16);
+  EXPECT_DOUBLE_EQ(n.at("/Einsum_1")->macs, 2.0 * 8 * 16 * 24);
+  EXPECT_EQ(n.at("/Einsum_1")->kind, "matmul");
+  EXPECT_TRUE(r.unknown_ops.empty());
+}
+
+// nn.Embedding(1000, 64) looked up with 3x4 ids: the lookup reads 12 rows, not the table.
+TEST(OnnxModel, EmbeddingLookupsReadTheirRowsOnly) {
+  const onnx_report r = analyze_onnx(data_dir + "embed.onnx", h100());
+  const onnx_node_cost& gather = *by_name(r).at("/tok/Gather");
+  const double rows = 12.0 * 64 * 4;                          // 3,072 bytes of the table
+  EXPECT_DOUBLE_EQ(gather.cost.bytes, rows + 12 * 8 + rows);  // rows, int64 ids, output
+  // The table stays in the weights the device must hold.
+  EXPECT_DOUBLE_EQ(r.weight_bytes, 2 * 1000.0 * 64 * 4);
+}
+
+bool has_note(const onnx_report& r, const std::string& part) {
+  for (const std::string& note : r.param_notes) {
+    if (note.find(part) != std::string::npos) return true;
+  }
+  return false;
+}
+
+TEST(OnnxModel, ParameterNotesSayWhenTheFileDiffersFromTheModules) {
+  // The head tied to the embedding was written a second time, transposed.
+  const onnx_report tied = analyze_onnx(data_dir + "embed.onnx", h100());
+  EXPECT_EQ(tied.params, 2 * 1000.0 * 64);
+  EXPECT_TRUE(has_note(tied, "'onnx::MatMul_7' (64x1000) has the shape of 'tok.weight' transposed"))
+      << ::testing::PrintToString(tied.param_notes);
+  // Conv2d(bias=False) + BatchNorm2d(8): the file holds a folded conv with 8 biases.
+  const onnx_report bn = analyze_onnx(data_dir + "bn.onnx", h100());
+  EXPECT_EQ(bn.params, 8 * 3 * 3 * 3 + 8);
+  EXPECT_TRUE(has_note(bn, "1 convolutions have exporter-computed weights"))
+      << ::testing::PrintToString(bn.param_notes);
+  EXPECT_TRUE(has_note(bn, "batch norms were folded"));
+  // Module-named weights as written: nothing to say.
+  EXPECT_TRUE(analyze_onnx(data_dir + "tiny.onnx", h100()).param_notes.empty());
+}
+
+TEST(OnnxModel, MemoryNeedIsWeightsAndPeakActivations) {
+  // bn.onnx: x (768 B) -> Conv (1152 B) -> Relu (1152 B). Peak: the Relu's input and output.
+  const onnx_report r = analyze_onnx(data_dir + "bn.onnx", h100());
+  EXPECT_DOUBLE_EQ(r.weight_bytes, (216 + 8) * 4.0);
+  EXPECT_DOUBLE_EQ(r.peak_activation_bytes, 2 * 1152.0);
+  EXPECT_DOUBLE_EQ(r.memory().total(), 896 + 2304.0);
+}
+
+TEST(OnnxModel, ExpectedTimeUsesTheAchievableFractions) {
+  // Bandwidth without limit: every node is compute-bound, so times follow the rates.
+  gpu_spec fast = h100();
+  fast.bandwidth_gbs = 1e12;
+  const onnx_report r = analyze_onnx(data_dir + "einsum.onnx", fast);
+  const auto n = by_name(r);
+  const double peak = fast.peak(dtype::f32, true).tflops * 1e12;
+  const double gemm = achievable_fraction(fast, op_class::gemm).fraction;
+  const double attention = achievable_fraction(fast, op_class::attention).fraction;
+  EXPECT_LT(gemm, 1);
+  EXPECT_LT(attention, 1);
+  EXPECT_DOUBLE_EQ(n.at("/Einsum_1")->seconds, n.at("/Einsum_1")->cost.flops / (peak * gemm));
+  EXPECT_DOUBLE_EQ(n.at("/Einsum")->seconds, n.at("/Einsum")->cost.flops / (peak * attention));
+  EXPECT_DOUBLE_EQ(n.at("/Einsum")->bound_seconds, n.at("/Einsum")->cost.flops / peak);
+  EXPECT_LT(r.roofline_seconds, r.seconds);
+  ASSERT_EQ(r.efficiencies.size(), 3u);
+  EXPECT_EQ(r.efficiencies[0].cls, op_class::gemm);
+}
+
 TEST(OnnxModel, RejectsBadFiles) {
   EXPECT_THROW(analyze_onnx(data_dir + "no-such.onnx", h100()), io_error);
   const fs::path junk = fs::temp_directory_path() / "keel-perf-junk.onnx";

@@ -92,6 +92,16 @@ TEST(PerfCli, ModelJsonContract) {
     macs += n.at("macs").get<double>();
   }
   EXPECT_EQ(macs, 93184.0);
+  EXPECT_EQ(r.at("memory").at("fits"), true);
+  EXPECT_LE(r.at("roofline_ms").get<double>(), r.at("predicted_ms").get<double>());
+  const json shallow =
+      run_json({"perf", "model", data_dir + "resnet50-graph.onnx", "--depth", "1", "--json"});
+  for (const json& c : shallow.at("tree").at("children")) EXPECT_TRUE(c.at("children").empty());
+  const process_result tree =
+      run_keel({"perf", "model", data_dir + "resnet50-graph.onnx", "--depth", "1", "--top", "0"});
+  EXPECT_EQ(tree.exit_code, 0) << tree.err;
+  EXPECT_NE(tree.out.find("\n  layer3 "), std::string::npos) << tree.out;
+  EXPECT_EQ(tree.out.find("\n    layer3.0 "), std::string::npos) << tree.out;
   const json resnet = run_json({"perf", "model", data_dir + "resnet50-graph.onnx", "--json"});
   EXPECT_NEAR(resnet.at("macs").get<double>() / 4.09e9, 1.0, 0.01);
   const std::string svg = std::string(KEEL_BINARY_DIR) + "/perf_model_test.svg";

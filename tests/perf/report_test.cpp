@@ -1,10 +1,12 @@
 // keel/perf/report.hpp: the perf commands as requests — op dispatch, explain's words, the
 // llm / model / calibrate documents — and their checks with the CLI's messages.
 #include "keel/perf/report.hpp"
+#include "keel/perf/text_report.hpp"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <limits>
 
 #include "error_message.hpp"
@@ -185,6 +187,61 @@ TEST(PerfReport, ModelDocumentAndDims) {
   EXPECT_NO_THROW(run_model(r));
   r.path = data_dir + "no-such.onnx";
   EXPECT_THROW(run_model(r), keel::io_error);
+}
+
+TEST(PerfReport, ModelThatDoesNotFitGetsNoLatency) {
+  // A device of 2 KiB: bn.onnx needs 896 B of weights and 2,304 B of activations.
+  const std::string device =
+      (std::filesystem::temp_directory_path() / "keel-perf-2kib-device.json").string();
+  {
+    std::ofstream out(device);
+    out << R"({"schema": "keel.perf.gpus/1",
+      "sources": {"t": {"title": "test device", "url": "https://example.org"}},
+      "compute_capabilities": [], "cuda": [], "cudnn": [],
+      "gpus": [{"name": "tiny-gpu", "display": "tiny", "arch": "Test", "segment": "datacenter",
+                "cc": "8.0", "year": 2026, "sms": 1, "tflops": {"fp32": 1.0},
+                "memory_gb": 1.9073486328125e-06, "memory_type": "HBM", "bandwidth_gbs": 10,
+                "source": ["t"]}]})";
+  }
+  model_request r;
+  r.path = data_dir + "bn.onnx";
+  r.gpu = device;
+  const model_result x = run_model(r);
+  EXPECT_FALSE(x.fit.fits);
+  EXPECT_NEAR(x.fit.shortfall, 3200 - 2048, 1e-6);
+  EXPECT_NE(x.fit.message.find("does not fit"), std::string::npos) << x.fit.message;
+  const json j = to_json(x);
+  EXPECT_EQ(j.at("predicted_ms"), nullptr);
+  EXPECT_EQ(j.at("roofline_ms"), nullptr);
+  EXPECT_EQ(j.at("memory").at("fits"), false);
+  EXPECT_EQ(j.at("nodes").at(0).at("time_ms"), nullptr);
+  EXPECT_EQ(j.at("tree").at("time_ms"), nullptr);
+  EXPECT_EQ(j.at("macs").get<double>(), 8 * 27 * 36.0);  // still counted
+  const std::string text = to_text(x);
+  EXPECT_NE(text.find("no latency: the model does not fit"), std::string::npos) << text;
+  EXPECT_EQ(text.find("expect about"), std::string::npos);
+  // It fits on the default H100, with a latency.
+  r.gpu = "h100-sxm";
+  const json fits = to_json(run_model(r));
+  EXPECT_EQ(fits.at("memory").at("fits"), true);
+  EXPECT_GT(fits.at("predicted_ms").get<double>(), 0);
+  std::filesystem::remove(device);
+}
+
+TEST(PerfReport, ModelTreeFollowsTheDepth) {
+  model_request r;
+  r.path = data_dir + "resnet50-graph.onnx";
+  const json whole = to_json(run_model(r));
+  EXPECT_EQ(whole.at("tree").at("ops").get<std::size_t>(), whole.at("nodes").size());
+  bool deep = false;
+  for (const json& c : whole.at("tree").at("children")) deep = deep || !c.at("children").empty();
+  EXPECT_TRUE(deep);
+  r.depth = 1;
+  const json one = to_json(run_model(r));
+  for (const json& c : one.at("tree").at("children")) EXPECT_TRUE(c.at("children").empty());
+  r.depth = -2;
+  EXPECT_EQ(message_of([&] { run_model(r); }),
+            "--depth: -2 is out of range, expected an integer in [-1, 1000000]");
 }
 
 TEST(PerfReport, CalibrateChecksItsOptions) {

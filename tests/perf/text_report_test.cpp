@@ -104,15 +104,30 @@ TEST(PerfText, ModelShowsTheSlowestNodesOrAll) {
                       "        0     24.58 KB    0.0833  memory   0.007336\n"),
             std::string::npos)
       << text;
-  EXPECT_EQ(lines(text), 3 + 1 + 1 + 11 + 1 + 1 + 3);  // 11 op types, 3 nodes
+  // 8 lines of totals, memory, bound and fractions; the tree (header, root, 14 top-level nodes
+  // and the 2 ops under conv and fc); 11 op types, 3 nodes.
+  const std::size_t head = 8 + 1 + 1 + 17 + 1 + 1 + 11 + 1 + 1;
+  EXPECT_EQ(lines(text), head + 3);
+  EXPECT_EQ(line(text, 3).rfind("memory: fits: ", 0), 0u) << line(text, 3);
+  EXPECT_EQ(line(text, 4).rfind("cannot be faster than ", 0), 0u) << line(text, 4);
+  EXPECT_NE(line(text, 4).find(", expect about "), std::string::npos);
+  EXPECT_EQ(line(text, 5).rfind("  gemm      x0.789 of the bound's rate: measured on h100-sxm", 0),
+            0u)
+      << line(text, 5);
+  EXPECT_NE(text.find("\n  fc  "), std::string::npos) << text;
+  EXPECT_NE(text.find("\n    Gemm  "), std::string::npos) << text;
   model_text_options all;
   all.all_nodes = true;
   const std::string every = to_text(x, all);
   EXPECT_NE(every.find("\nnode    "), std::string::npos);
-  EXPECT_EQ(lines(every), 3 + 1 + 1 + 11 + 1 + 1 + 14);
+  EXPECT_EQ(lines(every), head + 14);
   model_text_options none;
   none.top = -1;
-  EXPECT_EQ(lines(to_text(x, none)), 3 + 1 + 1 + 11 + 1 + 1);
+  EXPECT_EQ(lines(to_text(x, none)), head);
+  model_text_options shallow;
+  shallow.top = 0;
+  shallow.depth = 0;  // the tree is its root only
+  EXPECT_EQ(lines(to_text(x, shallow)), head - 16);
 }
 
 TEST(PerfText, CalibrationListsPeaksAndBandwidths) {

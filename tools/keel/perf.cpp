@@ -153,10 +153,15 @@ void add_model(CLI::App* group) {
   cmd->add_flag("--no-tensor", r->flags.no_tensor, "Use CUDA-core rates, not tensor cores");
   cmd->add_flag("--nodes", r->view.all_nodes, "Print every node, not only the slowest");
   add_number(cmd, "--top", r->view.top, "Slowest nodes to print (default 10)", 0, 1000000);
+  auto* depth = add_number(cmd, "--depth", r->view.depth,
+                           "Module tree depth to print: 0 the model, 1 its layers, ... (default 2 "
+                           "in text, the whole tree in --json)",
+                           0, 1000000);
   cmd->add_option("--svg", r->model.svg, "Write a roofline chart of the nodes to this SVG file");
   add_json_flag(cmd, r->flags.json_out);
-  cmd->callback([r] {
+  cmd->callback([r, depth] {
     r->model.tensor = !r->flags.no_tensor;
+    if (depth->count() > 0) r->model.depth = r->view.depth;
     print_result(r->flags.json_out, run_model(r->model), r->view);
   });
 }

@@ -20,7 +20,9 @@
 #include "keel/perf/calibrate.hpp"
 #include "keel/perf/gpu_database.hpp"
 #include "keel/perf/llm.hpp"
+#include "keel/perf/memory_fit.hpp"
 #include "keel/perf/onnx_model.hpp"
+#include "keel/perf/rollup.hpp"
 #include "keel/perf/roofline.hpp"
 
 namespace keel::perf {
@@ -149,24 +151,34 @@ struct model_request {
   bool assume_one = false;        // --assume-one: symbolic dimensions without a --dim are 1
   bool tensor = true;
   std::string svg;  // write a roofline chart of the 24 heaviest nodes; empty: none
+  int depth = -1;   // --depth: the module tree down to this depth in the JSON; < 0: all of it
 };
 
 struct model_result {
   gpu_spec device;
   onnx_report report;
   bool tensor = true;  // as requested (the chart's roof)
+  rollup_node tree;    // the module tree (rollup.hpp) of the nodes, whole; root: the file name
+  int depth = -1;      // as requested
+  memory_fit fit;      // weights + peak activations against the device's memory
 };
 
 // Throws keel::io_error (an unreadable file or chart), keel::parse_error (not an ONNX model)
 // and keel::invalid_argument (a bad --dim, a symbolic dimension without a --dim and no
-// --assume-one, an unknown GPU, shapes it cannot count).
+// --assume-one, an unknown GPU, shapes it cannot count, a depth below -1). A model that does
+// not fit the device's memory is counted but gets no latency: fit.fits is false and the
+// documents print fit.message instead of times (no chart is written).
 model_result run_model(const model_request& request);
 
 std::string model_chart(const model_result& result);
 
-// model, producer, opset, gpu, macs, flops, bytes, params, predicted_ms, roofline_ms,
-// unknown_ops, nodes (name, op_type, kind, macs, flops, bytes, intensity (null when not
-// finite), bound, rate, time_ms, dtype, output_shape), source.
+// model, producer, opset, gpu, macs, flops, bytes, params, param_notes, memory (fits, message,
+// weights_bytes, activation_bytes, capacity_bytes, shortfall_bytes), predicted_ms ("expect
+// about") and roofline_ms ("cannot be faster than"), both null when the model does not fit,
+// efficiency (per class: fraction, known, basis, source), unknown_ops, tree (rollup.hpp's
+// to_json, down to request.depth), nodes (name, op_type, kind, macs, flops, bytes, intensity
+// (null when not finite), bound, rate, time_ms (null when it does not fit), dtype,
+// output_shape), source.
 nlohmann::json to_json(const model_result& result);
 
 // `keel perf calibrate`.

@@ -30,14 +30,19 @@ std::string to_text(const explain_result& result);
 // (one instance each) and the totals; the chart's path when one was written.
 std::string to_text(const llm_result& result);
 
-// What `keel perf model` shows of the nodes: every node in graph order, or the `top` slowest.
+// What `keel perf model` shows of the nodes: every node in graph order, or the `top` slowest;
+// and the module tree down to `depth` (rollup.hpp; < 0: all of it).
 struct model_text_options {
   bool all_nodes = false;
   int top = 10;  // < 0 counts as 0
+  int depth = 2;
 };
 
-// `keel perf model`: the graph, its totals, time by op type, then the nodes as chosen, and the
-// ops counted as bytes only.
+// `keel perf model`: the graph, its totals with the bound ("cannot be faster than") and the
+// expected time ("expect about", with the achievable fractions used), the memory check, notes on
+// the parameter count, the module tree, time by op type, then the nodes as chosen, and the ops
+// counted as bytes only. A model that does not fit the device gets the memory message in place
+// of every time.
 std::string to_text(const model_result& result, const model_text_options& options = {});
 
 // `keel perf calibrate`: the CPU, its FP32 and FP64 peaks and the triad bandwidths; the device

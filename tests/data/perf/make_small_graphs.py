@@ -1,0 +1,96 @@
+"""Regenerates the small graphs tests/perf/onnx_model_test.cpp counts by hand.
+
+    /usr/bin/python3 tests/data/perf/make_small_graphs.py tests/data/perf
+
+Each is exported by torch.onnx.export (random weights) at opset 14, then its initializers lose
+their data (names, types and dims stay: counting needs only shapes). Each holds one construct
+whose count the test derives from the sizes below:
+
+  lstm.onnx     nn.LSTM(input 16, hidden 32, 2 layers, bidirectional), x [seq 10, batch 3, 16]
+  gru.onnx      nn.GRU(input 16, hidden 32), x [seq 10, batch 3, 16]
+  einsum.onnx   torch.einsum("bhqd,bhkd->bhqk") of two [2, 4, 8, 16] inputs, then
+                torch.einsum("bij,jk->bik") of a [2, 8, 16] input with a [16, 24] weight
+  embed.onnx    nn.Embedding(1000, 64) looked up with 12 ids [3, 4], tied to a 64 -> 1000
+                head (the exporter writes the transposed table as a second initializer)
+  bn.onnx       Conv2d(3, 8, 3, bias=False) + BatchNorm2d(8) + ReLU on a 1x3x8x8 input,
+                exported in eval mode (the exporter folds the batch norm into the conv)
+"""
+import os
+import sys
+
+import onnx
+import torch
+import torch.nn as nn
+
+
+class Lstm(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.LSTM(16, 32, num_layers=2, bidirectional=True)
+
+    def forward(self, x):
+        return self.rnn(x)[0]
+
+
+class Gru(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.GRU(16, 32)
+
+    def forward(self, x):
+        return self.rnn(x)[0]
+
+
+class Einsum(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(16, 24))
+
+    def forward(self, q, k, x):
+        return torch.einsum("bhqd,bhkd->bhqk", q, k), torch.einsum("bij,jk->bik", x, self.w)
+
+
+class Embed(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.tok = nn.Embedding(1000, 64)
+
+    def forward(self, ids):
+        x = self.tok(ids)
+        return (x @ self.tok.weight.t()).reshape(12, 1000)
+
+
+class Bn(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, bias=False)
+        self.bn = nn.BatchNorm2d(8)
+
+    def forward(self, x):
+        return torch.relu(self.bn(self.conv(x)))
+
+
+def export(model, args, path, names):
+    with torch.no_grad():
+        torch.onnx.export(model.eval(), args, path, opset_version=14, do_constant_folding=True,
+                          input_names=names)
+    graph = onnx.load(path)
+    for init in graph.graph.initializer:
+        for field in ("raw_data", "float_data", "int32_data", "int64_data", "double_data"):
+            init.ClearField(field)
+    onnx.save(graph, path)
+
+
+def main():
+    out = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
+    torch.manual_seed(0)
+    export(Lstm(), (torch.randn(10, 3, 16),), os.path.join(out, "lstm.onnx"), ["x"])
+    export(Gru(), (torch.randn(10, 3, 16),), os.path.join(out, "gru.onnx"), ["x"])
+    export(Einsum(), (torch.randn(2, 4, 8, 16), torch.randn(2, 4, 8, 16), torch.randn(2, 8, 16)),
+           os.path.join(out, "einsum.onnx"), ["q", "k", "x"])
+    export(Embed(), (torch.randint(0, 1000, (3, 4)),), os.path.join(out, "embed.onnx"), ["ids"])
+    export(Bn(), (torch.randn(1, 3, 8, 8),), os.path.join(out, "bn.onnx"), ["x"])
+
+
+if __name__ == "__main__":
+    main()
