@@ -232,6 +232,9 @@ TEST(OnnxModel, CountsEinsumByItsLabels) {
   const auto n = by_name(r);
   EXPECT_DOUBLE_EQ(n.at("/Einsum")->macs, 2.0 * 4 * 8 * 8 * 16);
   EXPECT_EQ(n.at("/Einsum")->kind, "attention_matmul");
+  // libonnx infers no Einsum shape; the equation gives it (the file declares it symbolic).
+  EXPECT_EQ(n.at("/Einsum")->output_shape, (std::vector<std::int64_t>{2, 4, 8, 8}));
+  EXPECT_EQ(n.at("/Einsum_1")->output_shape, (std::vector<std::int64_t>{2, 8, 24}));
   EXPECT_EQ(n.at("/Einsum")->efficiency_class, op_class::attention);
   EXPECT_DOUBLE_EQ(n.at("/Einsum")->cost.flops, 2 * 2.0 * 4 * 8 * 8 * 16);
   EXPECT_DOUBLE_EQ(n.at("/Einsum_1")->macs, 2.0 * 8 * 16 * 24);
