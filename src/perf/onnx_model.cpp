@@ -198,7 +198,8 @@ double recurrent_cell_flops(const std::string& op, bool bias, bool peepholes) {
 
 // ---- shape binding and folding -------------------------------------------------------------
 // Exports with dynamic axes compute every reshape target at run time (Shape -> Gather ->
-// Unsqueeze -> Concat -> Reshape), which libonnx's inference does not evaluate. Once the graph
+// Unsqueeze -> Concat -> Reshape; Tensor.expand(n, -1, -1) as ConstantOfShape -> Equal ->
+// Where -> Expand), which libonnx's inference does not evaluate. Once the graph
 // inputs have concrete dimensions, such integer subgraphs are constants: fold them into
 // Constant nodes of a working copy and infer again, so the shapes downstream resolve.
 
@@ -322,6 +323,36 @@ int fold_shape_nodes(onnx::GraphProto& g) {
         if (ok) f.v.insert(f.v.end(), a->v.begin(), a->v.end());
       }
       if (ok) out = f;
+    } else if (op == "ConstantOfShape") {
+      const folded* shape = in(0);
+      std::optional<folded> value;
+      for (const auto& a : n.attribute()) {
+        if (a.name() == "value" && a.has_t()) value = int_tensor(a.t());
+      }
+      if (!shape || shape->scalar || shape->v.size() != 1 || !value || value->v.size() != 1 ||
+          shape->v[0] < 0 || shape->v[0] > 64)
+        continue;
+      out = folded{int_values(static_cast<std::size_t>(shape->v[0]), value->v[0]), false};
+    } else if (op == "Equal" || op == "Where") {
+      // Equal's output is boolean: its values feed Where, the node itself stays.
+      const bool where = op == "Where";
+      const folded *a = in(0), *b = in(1), *c = where ? in(2) : nullptr;
+      if (!a || !b || (where && !c)) continue;
+      std::size_t len = std::max(a->v.size(), b->v.size());
+      if (where) len = std::max(len, c->v.size());
+      bool ok = true;
+      for (const folded* f : {a, b, c}) ok = ok && (!f || f->v.size() == len || f->v.size() == 1);
+      if (!ok) continue;
+      auto at = [&](const folded* f, std::size_t k) { return f->v[f->v.size() == 1 ? 0 : k]; };
+      folded f{{}, a->scalar && b->scalar && (!c || c->scalar)};
+      for (std::size_t k = 0; k < len; ++k) {
+        f.v.push_back(where ? (at(a, k) != 0 ? at(b, k) : at(c, k)) : at(a, k) == at(b, k));
+      }
+      if (!where) {
+        values[n.output(0)] = f;
+        continue;
+      }
+      out = f;
     } else if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
       const folded *a = in(0), *b = in(1);
       if (!a || !b || (a->v.size() != b->v.size() && a->v.size() != 1 && b->v.size() != 1))

@@ -302,6 +302,15 @@ TEST(OnnxModel, ExpectedTimeUsesTheAchievableFractions) {
   EXPECT_EQ(r.efficiencies[0].cls, op_class::gemm);
 }
 
+// make_small_graphs.py: a class token expanded to the batch (ConstantOfShape -> Equal -> Where
+// -> Expand, as torchvision's ViT exports it) is folded, so every shape resolves.
+TEST(OnnxModel, ExpandToTheBatchIsFolded) {
+  const onnx_report r = analyze_onnx(data_dir + "token.onnx", h100());
+  const onnx_node_cost& proj = *by_name(r).at("/proj/MatMul");
+  EXPECT_EQ(proj.output_shape, (std::vector<std::int64_t>{2, 5, 16}));
+  EXPECT_DOUBLE_EQ(r.macs, 2.0 * 5 * 8 * 16);
+}
+
 TEST(OnnxModel, RejectsBadFiles) {
   EXPECT_THROW(analyze_onnx(data_dir + "no-such.onnx", h100()), io_error);
   const fs::path junk = fs::temp_directory_path() / "keel-perf-junk.onnx";

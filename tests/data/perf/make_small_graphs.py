@@ -12,6 +12,9 @@ whose count the test derives from the sizes below:
                 torch.einsum("bij,jk->bik") of a [2, 8, 16] input with a [16, 24] weight
   embed.onnx    nn.Embedding(1000, 64) looked up with 12 ids [3, 4], tied to a 64 -> 1000
                 head (the exporter writes the transposed table as a second initializer)
+  token.onnx    a class token [1, 1, 8] expanded to the batch (Tensor.expand(n, -1, -1), as
+                torchvision's ViT does: ConstantOfShape -> Equal -> Where -> Expand), joined to
+                x [2, 4, 8] and projected by Linear(8, 16)
   bn.onnx       Conv2d(3, 8, 3, bias=False) + BatchNorm2d(8) + ReLU on a 1x3x8x8 input,
                 exported in eval mode (the exporter folds the batch norm into the conv)
 """
@@ -60,6 +63,16 @@ class Embed(nn.Module):
         return (x @ self.tok.weight.t()).reshape(12, 1000)
 
 
+class Token(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.token = nn.Parameter(torch.zeros(1, 1, 8))
+        self.proj = nn.Linear(8, 16)
+
+    def forward(self, x):
+        return self.proj(torch.cat([self.token.expand(x.shape[0], -1, -1), x], dim=1))
+
+
 class Bn(nn.Module):
     def __init__(self):
         super().__init__()
@@ -89,6 +102,7 @@ def main():
     export(Einsum(), (torch.randn(2, 4, 8, 16), torch.randn(2, 4, 8, 16), torch.randn(2, 8, 16)),
            os.path.join(out, "einsum.onnx"), ["q", "k", "x"])
     export(Embed(), (torch.randint(0, 1000, (3, 4)),), os.path.join(out, "embed.onnx"), ["ids"])
+    export(Token(), (torch.randn(2, 4, 8),), os.path.join(out, "token.onnx"), ["x"])
     export(Bn(), (torch.randn(1, 3, 8, 8),), os.path.join(out, "bn.onnx"), ["x"])
 
 
