@@ -207,12 +207,14 @@ using int_values = std::vector<std::int64_t>;
 struct folded {
   int_values v;
   bool scalar = false;
+  std::int64_t cols = 0;  // > 0: a matrix of v.size() / cols rows (pad vectors reshaped to [-1, 2])
 };
 
 std::optional<folded> int_tensor(const onnx::TensorProto& t) {
-  if (t.dims_size() > 1) return std::nullopt;
+  if (t.dims_size() > 2 || (t.dims_size() == 2 && t.dims(1) <= 0)) return std::nullopt;
   folded f;
   f.scalar = t.dims_size() == 0;
+  if (t.dims_size() == 2) f.cols = t.dims(1);
   if (t.data_type() == onnx::TensorProto::INT64) {
     if (t.int64_data_size() > 0) {
       f.v.assign(t.int64_data().begin(), t.int64_data().end());
@@ -235,7 +237,7 @@ std::optional<folded> int_tensor(const onnx::TensorProto& t) {
   } else {
     return std::nullopt;
   }
-  const std::int64_t n = t.dims_size() == 0 ? 1 : t.dims(0);
+  const std::int64_t n = t.dims_size() == 0 ? 1 : t.dims(0) * (f.cols > 0 ? f.cols : 1);
   if (static_cast<std::int64_t>(f.v.size()) != n) return std::nullopt;
   return f;
 }
@@ -265,10 +267,15 @@ int fold_shape_nodes(onnx::GraphProto& g) {
   for (onnx::NodeProto& n : *g.mutable_node()) {
     if (n.output_size() != 1) continue;
     const std::string& op = n.op_type();
-    auto in = [&](int i) -> const folded* {
+    // any(i): a known value of any shape; in(i): a scalar or vector, what most ops take.
+    auto any = [&](int i) -> const folded* {
       if (i >= n.input_size() || n.input(i).empty()) return nullptr;
       auto it = values.find(n.input(i));
       return it == values.end() ? nullptr : &it->second;
+    };
+    auto in = [&](int i) -> const folded* {
+      const folded* f = any(i);
+      return f && f->cols == 0 ? f : nullptr;
     };
     std::optional<folded> out;
     if (op == "Constant") {
@@ -289,8 +296,70 @@ int fold_shape_nodes(onnx::GraphProto& g) {
       start = std::clamp<std::int64_t>(start, 0, rank);
       end = std::clamp<std::int64_t>(end, start, rank);
       out = folded{{it->second.begin() + start, it->second.begin() + end}, false};
+    } else if (op == "Reshape") {
+      // A vector or matrix to a vector or matrix (F.pad's computed pads: [-1, 2] and back).
+      const folded *a = any(0), *shape = in(1);
+      if (!a || !shape || shape->scalar || shape->v.empty() || shape->v.size() > 2) continue;
+      const auto size = static_cast<std::int64_t>(a->v.size());
+      const std::vector<std::int64_t> from =
+          a->cols > 0 ? std::vector<std::int64_t>{size / a->cols, a->cols}
+                      : std::vector<std::int64_t>{size};
+      std::vector<std::int64_t> to = shape->v;
+      std::int64_t known = 1, unknown = -1;
+      for (std::size_t k = 0; k < to.size(); ++k) {
+        if (to[k] == 0 && k < from.size()) to[k] = from[k];
+        if (to[k] == -1) {
+          unknown = static_cast<std::int64_t>(k);
+        } else {
+          known *= to[k];
+        }
+      }
+      if (known <= 0 || (unknown >= 0 && size % known != 0)) continue;
+      if (unknown >= 0) to[static_cast<std::size_t>(unknown)] = size / known;
+      if (to[0] * (to.size() == 2 ? to[1] : 1) != size) continue;
+      out = folded{a->v, false, to.size() == 2 ? to[1] : 0};
+    } else if (op == "Transpose") {
+      const folded* a = any(0);
+      const auto perm = int_attr(n, "perm");
+      if (!a || a->cols <= 0 || (!perm.empty() && perm != std::vector<std::int64_t>{1, 0}))
+        continue;
+      const std::int64_t rows = static_cast<std::int64_t>(a->v.size()) / a->cols;
+      folded f{{}, false, rows};
+      for (std::int64_t c = 0; c < a->cols; ++c) {
+        for (std::int64_t r = 0; r < rows; ++r)
+          f.v.push_back(a->v[static_cast<std::size_t>(r * a->cols + c)]);
+      }
+      out = f;
+    } else if (op == "Slice") {
+      // One axis, the first, with step +-1 (reversing the rows of a pad matrix).
+      const folded *a = any(0), *starts = in(1), *ends = in(2), *axes = in(3), *steps = in(4);
+      if (!a || a->scalar || !starts || !ends || starts->v.size() != 1 || ends->v.size() != 1)
+        continue;
+      if (axes &&
+          (axes->v.size() != 1 || (axes->v[0] != 0 && axes->v[0] != -(a->cols > 0 ? 2 : 1))))
+        continue;
+      const std::int64_t step = steps && steps->v.size() == 1 ? steps->v[0] : 1;
+      if (step != 1 && step != -1) continue;
+      const std::int64_t width = a->cols > 0 ? a->cols : 1;
+      const std::int64_t rows = static_cast<std::int64_t>(a->v.size()) / width;
+      std::int64_t start = starts->v[0], end = ends->v[0];
+      if (start < 0) start += rows;
+      if (end < 0) end += rows;
+      if (step > 0) {
+        start = std::clamp<std::int64_t>(start, 0, rows);
+        end = std::clamp<std::int64_t>(end, 0, rows);
+      } else {
+        start = std::clamp<std::int64_t>(start, -1, rows - 1);
+        end = std::clamp<std::int64_t>(end, -1, rows - 1);
+      }
+      folded f{{}, false, a->cols};
+      for (std::int64_t r = start; step > 0 ? r < end : r > end; r += step) {
+        const auto first = a->v.begin() + r * width;
+        f.v.insert(f.v.end(), first, first + width);
+      }
+      out = f;
     } else if (op == "Identity" || op == "Cast") {
-      const folded* a = in(0);
+      const folded* a = any(0);
       const auto to = int_attr1(n, "to");
       if (!a || (op == "Cast" && to != onnx::TensorProto::INT64 && to != onnx::TensorProto::INT32))
         continue;
@@ -353,7 +422,7 @@ int fold_shape_nodes(onnx::GraphProto& g) {
         continue;
       }
       out = f;
-    } else if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
+    } else if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Mod") {
       const folded *a = in(0), *b = in(1);
       if (!a || !b || (a->v.size() != b->v.size() && a->v.size() != 1 && b->v.size() != 1))
         continue;
@@ -362,12 +431,17 @@ int fold_shape_nodes(onnx::GraphProto& g) {
       bool ok = true;
       for (std::size_t k = 0; k < len; ++k) {
         const std::int64_t x = a->v[a->v.size() == 1 ? 0 : k], y = b->v[b->v.size() == 1 ? 0 : k];
-        if (op == "Div" && y == 0) ok = false;
-        f.v.push_back(op == "Add"   ? x + y
-                      : op == "Sub" ? x - y
-                      : op == "Mul" ? x * y
-                      : ok          ? x / y
-                                    : 0);
+        if ((op == "Div" || op == "Mod") && y == 0) ok = false;
+        // Mod with fmod = 0 takes the divisor's sign (Python's %), as ONNX defines it.
+        const std::int64_t r = ok && op == "Mod" ? x % y : 0;
+        const bool fmod = int_attr1(n, "fmod").value_or(0) != 0;
+        f.v.push_back(op == "Add"                            ? x + y
+                      : op == "Sub"                          ? x - y
+                      : op == "Mul"                          ? x * y
+                      : !ok                                  ? 0
+                      : op == "Div"                          ? x / y
+                      : fmod || r == 0 || (r < 0) == (y < 0) ? r
+                                                             : r + y);
       }
       if (ok) out = f;
     }
@@ -382,7 +456,12 @@ int fold_shape_nodes(onnx::GraphProto& g) {
     a->set_type(onnx::AttributeProto::TENSOR);
     onnx::TensorProto* t = a->mutable_t();
     t->set_data_type(onnx::TensorProto::INT64);
-    if (!out->scalar) t->add_dims(static_cast<std::int64_t>(out->v.size()));
+    if (out->cols > 0) {
+      t->add_dims(static_cast<std::int64_t>(out->v.size()) / out->cols);
+      t->add_dims(out->cols);
+    } else if (!out->scalar) {
+      t->add_dims(static_cast<std::int64_t>(out->v.size()));
+    }
     for (std::int64_t x : out->v) t->add_int64_data(x);
     n = std::move(c);
     ++replaced;
@@ -623,7 +702,7 @@ onnx_report analyze_onnx(const std::string& path, const gpu_spec& device,
   // the nodes counted are the file's own.
   onnx::ModelProto work = model;
   infer(work);
-  for (int pass = 0; pass < 16; ++pass) {
+  for (int pass = 0; pass < 256; ++pass) {  // each pass can unlock the next block
     const int folded = fold_shape_nodes(*work.mutable_graph());
     if (folded + shape_einsum_outputs(*work.mutable_graph()) == 0) break;
     infer(work);

@@ -311,6 +311,19 @@ TEST(OnnxModel, ExpandToTheBatchIsFolded) {
   EXPECT_DOUBLE_EQ(r.macs, 2.0 * 5 * 8 * 16);
 }
 
+// make_small_graphs.py: padding to a window multiple by amounts computed from the input's
+// shape, as torchvision's Swin does (a [-1, 2] pad matrix reversed and transposed), is folded.
+TEST(OnnxModel, ComputedPaddingIsFolded) {
+  const onnx_report r = analyze_onnx(data_dir + "pad.onnx", h100());
+  const auto n = by_name(r);
+  EXPECT_EQ(n.at("/Pad")->output_shape, (std::vector<std::int64_t>{1, 8, 8, 4}));
+  EXPECT_EQ(n.at("/proj/MatMul")->output_shape, (std::vector<std::int64_t>{1, 8, 8, 8}));
+  EXPECT_DOUBLE_EQ(r.macs, 64.0 * 4 * 8);
+  // 20 blocks, each resolvable only after the one before it: one folding pass each.
+  const onnx_report deep = analyze_onnx(data_dir + "pads.onnx", h100());
+  EXPECT_DOUBLE_EQ(deep.macs, 20 * 64.0 * 4 * 4);
+}
+
 TEST(OnnxModel, RejectsBadFiles) {
   EXPECT_THROW(analyze_onnx(data_dir + "no-such.onnx", h100()), io_error);
   const fs::path junk = fs::temp_directory_path() / "keel-perf-junk.onnx";

@@ -15,6 +15,11 @@ whose count the test derives from the sizes below:
   token.onnx    a class token [1, 1, 8] expanded to the batch (Tensor.expand(n, -1, -1), as
                 torchvision's ViT does: ConstantOfShape -> Equal -> Where -> Expand), joined to
                 x [2, 4, 8] and projected by Linear(8, 16)
+  pad.onnx      x [1, 6, 6, 4] padded to a multiple of 4 the way torchvision's Swin pads to its
+                window (F.pad by amounts computed from x.shape: Mod, ConstantOfShape, a [-1, 2]
+                Reshape, a reversing Slice, Transpose), then Linear(4, 8) on [1, 8, 8, 4]
+  pads.onnx     20 such blocks in a row (padding, Linear(4, 4)): each block's shape is known
+                only once the previous block's padding is folded
   bn.onnx       Conv2d(3, 8, 3, bias=False) + BatchNorm2d(8) + ReLU on a 1x3x8x8 input,
                 exported in eval mode (the exporter folds the batch norm into the conv)
 """
@@ -73,6 +78,30 @@ class Token(nn.Module):
         return self.proj(torch.cat([self.token.expand(x.shape[0], -1, -1), x], dim=1))
 
 
+class Pad(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(4, 8)
+
+    def forward(self, x):
+        _, h, w, _ = x.shape
+        pad_r = (4 - w % 4) % 4
+        pad_b = (4 - h % 4) % 4
+        return self.proj(nn.functional.pad(x, (0, 0, 0, pad_r, 0, pad_b)))
+
+
+class Pads(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.ModuleList(nn.Linear(4, 4) for _ in range(20))
+
+    def forward(self, x):
+        for block in self.blocks:
+            _, h, w, _ = x.shape
+            x = block(nn.functional.pad(x, (0, 0, 0, (4 - w % 4) % 4, 0, (4 - h % 4) % 4)))
+        return x
+
+
 class Bn(nn.Module):
     def __init__(self):
         super().__init__()
@@ -103,6 +132,8 @@ def main():
            os.path.join(out, "einsum.onnx"), ["q", "k", "x"])
     export(Embed(), (torch.randint(0, 1000, (3, 4)),), os.path.join(out, "embed.onnx"), ["ids"])
     export(Token(), (torch.randn(2, 4, 8),), os.path.join(out, "token.onnx"), ["x"])
+    export(Pad(), (torch.randn(1, 6, 6, 4),), os.path.join(out, "pad.onnx"), ["x"])
+    export(Pads(), (torch.randn(1, 6, 6, 4),), os.path.join(out, "pads.onnx"), ["x"])
     export(Bn(), (torch.randn(1, 3, 8, 8),), os.path.join(out, "bn.onnx"), ["x"])
 
 
