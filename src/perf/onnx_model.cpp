@@ -504,10 +504,17 @@ std::vector<std::string> parameter_notes(const onnx::GraphProto& g) {
         "channel where the framework counts 2 batch-norm parameters and 2 buffers)",
         folded_convs));
   }
+  // A tied embedding: the table a Gather reads, written again transposed for the head.
+  std::set<std::string> tables;
+  for (const auto& n : g.node()) {
+    if (n.op_type() == "Gather" && n.input_size() > 0) tables.insert(n.input(0));
+  }
   for (const onnx::TensorProto* t : computed) {
     if (t->dims_size() != 2) continue;
     for (const auto& other : g.initializer()) {
-      if (&other == t || other.dims_size() != 2 || other.data_type() != t->data_type()) continue;
+      if (&other == t || !tables.contains(other.name()) || other.dims_size() != 2 ||
+          other.data_type() != t->data_type())
+        continue;
       if (other.dims(0) == t->dims(1) && other.dims(1) == t->dims(0) && t->dims(0) != t->dims(1)) {
         notes.push_back(fmt::format(
             "'{}' ({}x{}) has the shape of '{}' transposed: probably a tied weight the exporter "

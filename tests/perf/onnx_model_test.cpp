@@ -273,6 +273,11 @@ TEST(OnnxModel, ParameterNotesSayWhenTheFileDiffersFromTheModules) {
   EXPECT_TRUE(has_note(bn, "batch norms were folded"));
   // Module-named weights as written: nothing to say.
   EXPECT_TRUE(analyze_onnx(data_dir + "tiny.onnx", h100()).param_notes.empty());
+  // An MLP's two exporter-transposed weights (64x256, 256x64) have each other's shape but are
+  // not tied: only an embedding table's transposed copy is.
+  const onnx_report mlp = analyze_onnx(data_dir + "mlp.onnx", h100());
+  EXPECT_FALSE(has_note(mlp, "has the shape of")) << ::testing::PrintToString(mlp.param_notes);
+  EXPECT_TRUE(has_note(mlp, "computed by the exporter"));
 }
 
 TEST(OnnxModel, MemoryNeedIsWeightsAndPeakActivations) {

@@ -25,8 +25,8 @@
 // Parameters are the elements of the file's floating-point initializers: what the exporter
 // wrote, which is not always what the framework counts. param_notes says so when it can tell:
 // initializers the exporter computed (names "onnx::..."), batch norms folded into convolution
-// weights, and an exporter-computed initializer that is another one transposed (a tied weight
-// written twice, so counted twice here).
+// weights, and an exporter-computed initializer that is an embedding table (read by a Gather)
+// transposed (a tied weight written twice, so counted twice here).
 // Memory: the weights (initializer bytes) and the peak of the activations alive at once in
 // graph order (a tensor lives from the node that writes it to the last node that reads it;
 // graph inputs count) make memory_need(); report.hpp's run_model checks it against the device

@@ -20,6 +20,8 @@ whose count the test derives from the sizes below:
                 Reshape, a reversing Slice, Transpose), then Linear(4, 8) on [1, 8, 8, 4]
   pads.onnx     20 such blocks in a row (padding, Linear(4, 4)): each block's shape is known
                 only once the previous block's padding is folded
+  mlp.onnx      Linear(64, 256) and Linear(256, 64) on x [2, 64]: two exporter-transposed
+                weights with each other's shape that are not tied
   bn.onnx       Conv2d(3, 8, 3, bias=False) + BatchNorm2d(8) + ReLU on a 1x3x8x8 input,
                 exported in eval mode (the exporter folds the batch norm into the conv)
 """
@@ -102,6 +104,16 @@ class Pads(nn.Module):
         return x
 
 
+class Mlp(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(64, 256)
+        self.fc2 = nn.Linear(256, 64)
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.fc1(x.reshape(2, 1, 64)))).reshape(2, 64)
+
+
 class Bn(nn.Module):
     def __init__(self):
         super().__init__()
@@ -134,6 +146,7 @@ def main():
     export(Token(), (torch.randn(2, 4, 8),), os.path.join(out, "token.onnx"), ["x"])
     export(Pad(), (torch.randn(1, 6, 6, 4),), os.path.join(out, "pad.onnx"), ["x"])
     export(Pads(), (torch.randn(1, 6, 6, 4),), os.path.join(out, "pads.onnx"), ["x"])
+    export(Mlp(), (torch.randn(2, 64),), os.path.join(out, "mlp.onnx"), ["x"])
     export(Bn(), (torch.randn(1, 3, 8, 8),), os.path.join(out, "bn.onnx"), ["x"])
 
 
