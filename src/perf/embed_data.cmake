@@ -9,7 +9,7 @@ string(APPEND body "#include \"embedded_data.hpp\"\n\nnamespace keel::perf::deta
 string(APPEND body "std::string_view embedded_gpus_json() {\n  return R\"keel_embed(${gpus_text})keel_embed\";\n}\n\n")
 string(APPEND body "std::span<const embedded_file> embedded_llm_configs() {\n  static const embedded_file files[] = {\n")
 foreach(config IN LISTS configs)
-  get_filename_component(stem ${config} NAME_WE)
+  get_filename_component(stem ${config} NAME_WLE)
   file(READ ${config} text)
   string(APPEND body "    {\"${stem}\", R\"keel_embed(${text})keel_embed\"},\n")
 endforeach()

@@ -306,6 +306,10 @@ json to_json(const explain_result& x) {
 llm_result run_llm(const llm_request& r) {
   check_real("--batch", r.batch, 1.0, k_max_dim);
   check_real("--seq", r.seq, 1.0, k_max_dim);
+  check_real("--generate", r.generate, 0.0, 1e6);
+  for (auto [name, v] : {std::pair{"--tp", r.tp}, {"--pp", r.pp}, {"--dp", r.dp}, {"--ep", r.ep}})
+    check_integer(name, v, 1, 4096);
+  if (r.link_latency_us) check_real("--link-latency-us", *r.link_latency_us, 0.0, 1e6);
   if (r.phase != "prefill" && r.phase != "decode") {
     throw invalid_argument(fmt::format("unknown phase '{}' (expected prefill or decode)", r.phase));
   }
@@ -318,6 +322,13 @@ llm_result run_llm(const llm_request& r) {
   if (!r.kv_dtype.empty()) o.kv = parse_dtype(r.kv_dtype);
   o.flash = r.flash;
   o.tensor = r.tensor;
+  o.quant = parse_llm_quant(r.quant);
+  o.generate = r.generate;
+  o.training = r.train;
+  o.optimizer = parse_llm_optimizer(r.optimizer);
+  o.parallel = {static_cast<int>(r.tp), static_cast<int>(r.pp), static_cast<int>(r.dp),
+                static_cast<int>(r.ep)};
+  if (r.link_latency_us) o.link_alpha_s = *r.link_latency_us * 1e-6;
   llm_result result{r.phase, r.dtype, resolve_device(r.gpu), {}, {}};
   result.report = analyze_llm(config, o, result.device);
   if (!r.svg.empty()) {
@@ -334,7 +345,7 @@ std::string llm_chart(const llm_result& x) {
     if (op.cost.flops > 0)
       points.push_back({op.name, op.point.intensity, op.cost.flops / op.point.seconds});
   }
-  const peak_rate peak = x.device.peak(rep.options.weights, rep.options.tensor);
+  const peak_rate peak = x.device.peak(rep.matmul_dtype, rep.options.tensor);
   return roofline_svg(fmt::format("{} {} b{} s{} {} on {}", rep.config.name, x.phase,
                                   rep.options.batch, rep.options.seq, x.dtype, x.device.name),
                       peak.tflops * 1e12, x.device.bandwidth_bytes_per_s(), points);
@@ -342,6 +353,8 @@ std::string llm_chart(const llm_result& x) {
 
 json to_json(const llm_result& x) {
   const llm_report& rep = x.report;
+  const bool fits = rep.memory.fits;
+  const auto ms = [fits](double seconds) { return fits ? json(seconds * 1e3) : json(nullptr); };
   json layers = json::array();
   for (const llm_op& op : rep.ops) {
     layers.push_back({{"name", op.name},
@@ -351,7 +364,53 @@ json to_json(const llm_result& x) {
                       {"intensity", finite_or_null(op.point.intensity)},
                       {"bound", std::string(name_of(op.point.limit))},
                       {"peak_key", op.peak_key},
-                      {"time_ms", op.point.seconds * 1e3}});
+                      {"time_ms", ms(op.point.seconds)}});
+  }
+  json comms = json::array();
+  for (const llm_comm& c : rep.comms) {
+    comms.push_back({{"name", c.name},
+                     {"collective", c.collective},
+                     {"ranks", c.ranks},
+                     {"bytes", c.bytes},
+                     {"count", c.count},
+                     {"algorithm", c.algorithm},
+                     {"ms", ms(c.seconds)}});
+  }
+  const memory_fit& m = rep.memory;
+  const json memory = {{"weights", m.need.weights},
+                       {"kv_cache", m.need.kv_cache},
+                       {"activations", m.need.activations},
+                       {"gradients", m.need.gradients},
+                       {"optimizer", m.need.optimizer},
+                       {"total", m.need.total()},
+                       {"capacity", m.capacity},
+                       {"shortfall", m.shortfall},
+                       {"message", m.message}};
+  json generation = nullptr;
+  if (const auto& g = rep.generation) {
+    generation = {{"prompt", g->prompt},
+                  {"generated", g->generated},
+                  {"prefill_flops", g->prefill_flops},
+                  {"decode_flops", g->decode_flops},
+                  {"prefill_bytes", g->prefill_bytes},
+                  {"decode_bytes", g->decode_bytes},
+                  {"ttft_ms", ms(g->ttft_seconds)},
+                  {"decode_ms", ms(g->decode_seconds)},
+                  {"decode_tokens_per_s", fits ? json(g->decode_tokens_per_s) : json(nullptr)},
+                  {"tokens_per_s", fits ? json(g->overall_tokens_per_s) : json(nullptr)}};
+  }
+  json training = nullptr;
+  if (const auto& t = rep.training) {
+    training = {{"tokens", t->tokens},
+                {"forward_flops", t->forward_flops},
+                {"backward_flops", t->backward_flops},
+                {"optimizer_flops", t->optimizer_flops},
+                {"forward_bytes", t->forward_bytes},
+                {"backward_bytes", t->backward_bytes},
+                {"optimizer_bytes", t->optimizer_bytes},
+                {"forward_ms", ms(t->forward_seconds)},
+                {"backward_ms", ms(t->backward_seconds)},
+                {"optimizer_ms", ms(t->optimizer_seconds)}};
   }
   return {{"model", rep.config.name},
           {"phase", x.phase},
@@ -359,16 +418,27 @@ json to_json(const llm_result& x) {
           {"seq", rep.options.seq},
           {"dtype", x.dtype},
           {"kv_dtype", std::string(name_of(rep.options.kv.value_or(rep.options.weights)))},
+          {"quant", std::string(name_of(rep.options.quant))},
           {"gpu", x.device.name},
+          {"gpus", rep.options.parallel.gpus()},
           {"params", static_cast<std::uint64_t>(rep.params.total)},  // counts: integers in JSON
           {"params_active", static_cast<std::uint64_t>(rep.params.active)},
           {"params_embedding", static_cast<std::uint64_t>(rep.params.embedding)},
           {"total_flops", rep.total_flops},
           {"matmul_flops", rep.matmul_flops},
           {"total_bytes", rep.total_bytes},
-          {"predicted_ms", rep.seconds * 1e3},
+          {"predicted_ms", rep.seconds ? json(*rep.seconds * 1e3) : json(nullptr)},
+          {"compute_ms", ms(rep.compute_seconds)},
+          {"comm_ms", ms(rep.comm_seconds)},
           {"kv_cache_bytes_per_token", rep.kv_bytes_per_token},
+          {"kv_cache_bytes", rep.kv_cache_bytes},
+          {"fits", fits},
+          {"memory", memory},
+          {"compute_note", rep.compute_note},
           {"layers", layers},
+          {"comms", comms},
+          {"generation", generation},
+          {"training", training},
           {"source", x.device.source_text()}};
 }
 

@@ -66,22 +66,64 @@ std::string to_text(const explain_result& x) {
 std::string to_text(const llm_result& x) {
   const llm_report& rep = x.report;
   const llm_options& o = rep.options;
+  const bool fits = rep.memory.fits;
   std::string out;
-  put(out, "{} {}, batch {}, seq {}, {} (KV {}) on {}\n", rep.config.name, x.phase, o.batch, o.seq,
-      x.dtype, name_of(o.kv.value_or(o.weights)), x.device.name);
+  const std::string what = o.training ? "training step" : rep.generation ? "generation" : x.phase;
+  put(out, "{} {}, batch {}, seq {}, {} (KV {}{}) on {}{}\n", rep.config.name, what, o.batch, o.seq,
+      x.dtype, name_of(o.kv.value_or(o.weights)),
+      o.quant == llm_quant::none ? "" : fmt::format(", quant {}", name_of(o.quant)), x.device.name,
+      o.parallel.gpus() > 1
+          ? fmt::format(" x{} (tp {}, pp {}, dp {}, ep {})", o.parallel.gpus(), o.parallel.tp,
+                        o.parallel.pp, o.parallel.dp, o.parallel.ep)
+          : "");
   put(out, "parameters {} (active per token {}, embedding {})\n", with_commas(rep.params.total),
       with_commas(rep.params.active), with_commas(rep.params.embedding));
-  put(out, "KV cache {} bytes per token\n\n", with_commas(rep.kv_bytes_per_token));
+  put(out, "KV cache {} bytes per token{}\n", with_commas(rep.kv_bytes_per_token),
+      rep.config.sliding_window > 0
+          ? fmt::format(" (sliding window of {} tokens)", rep.config.sliding_window)
+          : "");
+  put(out, "{}\n", rep.compute_note);
+  put(out, "memory {}\n\n", rep.memory.message);
   put(out, "{:<20} {:>5} {:>12} {:>12} {:>10} {:>8} {:>12}\n", "op (one instance)", "x", "FLOPs",
       "bytes", "FLOP/B", "bound", "time us");
   for (const llm_op& op : rep.ops) {
-    put(out, "{:<20} {:>5} {:>12} {:>12} {:>10.3g} {:>8} {:>12.4g}\n", op.name, op.count,
+    put(out, "{:<20} {:>5} {:>12} {:>12} {:>10.3g} {:>8} {:>12}\n", op.name, op.count,
         si_text(op.cost.flops, "FLOP"), si_text(op.cost.bytes, "B"), op.point.intensity,
-        name_of(op.point.limit), op.point.seconds * 1e6);
+        name_of(op.point.limit), fits ? fmt::format("{:.4g}", op.point.seconds * 1e6) : "-");
   }
-  put(out, "\ntotal {} ({} in matmuls), {} moved, predicted {:.4g} ms\n",
-      si_text(rep.total_flops, "FLOP"), si_text(rep.matmul_flops, "FLOP"),
-      si_text(rep.total_bytes, "B"), rep.seconds * 1e3);
+  if (!rep.comms.empty()) {
+    put(out, "\n{:<44} {:>6} {:>12} {:>10} {:>12}\n", "collective (per call)", "ranks", "bytes",
+        "calls", "time us");
+    for (const llm_comm& c : rep.comms)
+      put(out, "{:<44} {:>6} {:>12} {:>10} {:>12}\n", c.name, c.ranks, si_text(c.bytes, "B"),
+          c.count, fits ? fmt::format("{:.4g}", c.seconds * 1e6) : "-");
+  }
+  if (const auto& t = rep.training) {
+    put(out, "\ntraining step: forward {}, backward {} (2x), optimizer {} ({})\n",
+        si_text(t->forward_flops, "FLOP"), si_text(t->backward_flops, "FLOP"),
+        si_text(t->optimizer_flops, "FLOP"), name_of(o.optimizer));
+  }
+  if (const auto& g = rep.generation) {
+    put(out,
+        "\ngeneration: {:g} prompt + {:g} generated tokens per sequence; prefill {}, decode {}\n",
+        g->prompt, g->generated, si_text(g->prefill_flops, "FLOP"),
+        si_text(g->decode_flops, "FLOP"));
+    if (fits)
+      put(out,
+          "time to first token {:.4g} ms, decode {:.4g} ms, {:.4g} tokens/s decoding ({:.4g} "
+          "overall)\n",
+          g->ttft_seconds * 1e3, g->decode_seconds * 1e3, g->decode_tokens_per_s,
+          g->overall_tokens_per_s);
+  }
+  put(out, "\ntotal {} ({} in matmuls), {} moved, ", si_text(rep.total_flops, "FLOP"),
+      si_text(rep.matmul_flops, "FLOP"), si_text(rep.total_bytes, "B"));
+  if (rep.seconds) {
+    put(out, "predicted {:.4g} ms{}\n", *rep.seconds * 1e3,
+        rep.comm_seconds > 0 ? fmt::format(" ({:.4g} ms communication)", rep.comm_seconds * 1e3)
+                             : "");
+  } else {
+    out += "no prediction: the model does not fit\n";
+  }
   if (!x.svg.empty()) put(out, "roofline chart written to {}\n", x.svg);
   return out;
 }
@@ -187,9 +229,9 @@ std::string to_text(const gpu_spec& g) {
       g.nvlink_gbs ? fmt::format("{:g} GB/s (both directions, all links)", *g.nvlink_gbs)
                    : std::string("none"));
   put(out, "  PCIe              {}\n",
-      g.pcie_gbs ? fmt::format("{}.0 x{}, {:g} GB/s each way", *g.pcie_gen, g.pcie_lanes,
-                               *g.pcie_gbs)
-                 : std::string("not published"));
+      g.pcie_gbs
+          ? fmt::format("{}.0 x{}, {:g} GB/s each way", *g.pcie_gen, g.pcie_lanes, *g.pcie_gbs)
+          : std::string("not published"));
   put(out, "  L2 cache          {} MB\n", opt_cell(g.l2_mb));
   put(out, "  TDP               {} W\n", opt_cell(g.tdp_w));
   put(out, "  launch price      {}\n",

@@ -81,8 +81,10 @@ TEST(PerfText, LlmTableHasEveryOpAndTheChartPath) {
   const std::string text = to_text(x);
   EXPECT_EQ(line(text, 0), "llama-2-7b prefill, batch 1, seq 128, bf16 (KV bf16) on h100-sxm");
   EXPECT_EQ(line(text, 1).rfind("parameters 6,738,415,616 (active per token ", 0), 0u) << text;
-  EXPECT_EQ(line(text, 4).rfind("op (one instance)", 0), 0u);
-  EXPECT_EQ(lines(text), 4 + 1 + x.report.ops.size() + 2);
+  EXPECT_EQ(line(text, 3), "matmuls in bf16 on bf16_tensor (989.5 TFLOP/s)");
+  EXPECT_EQ(line(text, 4).rfind("memory fits: 13.5", 0), 0u) << text;
+  EXPECT_EQ(line(text, 6).rfind("op (one instance)", 0), 0u);
+  EXPECT_EQ(lines(text), 6 + 1 + x.report.ops.size() + 2);
   EXPECT_EQ(text.find("roofline chart written to"), std::string::npos);
   llm_result charted = x;
   charted.svg = "chart.svg";

@@ -128,6 +128,17 @@ void add_llm(CLI::App* group) {
   cmd->add_option("--kv-dtype", r->kv_dtype, "KV-cache storage type (default: --dtype)");
   cmd->add_flag("--flash", r->flash, "Fused attention: scores stay on chip");
   cmd->add_flag("--no-tensor", f->no_tensor, "Use CUDA-core rates, not tensor cores");
+  cmd->add_option("--quant", r->quant, "none | w8a8 | w4a16 | fp8 (default none)");
+  add_number(cmd, "--generate", r->generate,
+             "Decode this many tokens after the prefill of --seq (TTFT, tokens/s)", 0.0, 1e6);
+  cmd->add_flag("--train", r->train, "A training step: forward, backward, optimizer");
+  cmd->add_option("--optimizer", r->optimizer, "adam | sgd | sgd-momentum (default adam)");
+  add_number(cmd, "--tp", r->tp, "Tensor-parallel GPUs (default 1)", 1, 4096);
+  add_number(cmd, "--pp", r->pp, "Pipeline stages (default 1)", 1, 4096);
+  add_number(cmd, "--dp", r->dp, "Data-parallel replicas (default 1)", 1, 4096);
+  add_number(cmd, "--ep", r->ep, "Expert-parallel degree, dividing --dp (default 1)", 1, 4096);
+  add_number(cmd, "--link-latency-us", r->link_latency_us,
+             "Per-message latency of the GPU link, us (default keel::comm's)", 0.0, 1e6);
   cmd->add_option("--svg", r->svg, "Write a roofline chart of the ops to this SVG file");
   add_json_flag(cmd, f->json_out);
   cmd->callback([r, f] {

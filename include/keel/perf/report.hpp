@@ -121,6 +121,12 @@ struct llm_request {
   std::string kv_dtype;        // empty: dtype
   bool flash = false;
   bool tensor = true;
+  std::string quant = "none";      // none | w8a8 | w4a16 | fp8 (parse_llm_quant)
+  double generate = 0;             // [0, 1e6]: decode steps after the prefill of `seq` tokens
+  bool train = false;              // a training step (forward, backward, optimizer)
+  std::string optimizer = "adam";  // adam | sgd | sgd-momentum
+  std::int64_t tp = 1, pp = 1, dp = 1, ep = 1;  // [1, 4096] each
+  std::optional<double> link_latency_us;        // [0, 1e6]: per-message latency of the GPU link
   std::string svg;  // write a roofline chart of the ops there; empty: none
 };
 
@@ -138,9 +144,15 @@ llm_result run_llm(const llm_request& request);
 // The chart run_llm writes: every op with FLOPs on the device's roofline.
 std::string llm_chart(const llm_result& result);
 
-// model, phase, batch, seq, dtype, kv_dtype, gpu, params, params_active, params_embedding,
-// total_flops, matmul_flops, total_bytes, predicted_ms, kv_cache_bytes_per_token, layers
-// (name, count, flops, bytes, intensity, bound, peak_key, time_ms), source.
+// model, phase, batch, seq, dtype, kv_dtype, quant, gpu, gpus, params, params_active,
+// params_embedding, total_flops, matmul_flops, total_bytes, predicted_ms (null when the model
+// does not fit), compute_ms, comm_ms, kv_cache_bytes_per_token, kv_cache_bytes, fits,
+// memory (weights, kv_cache, activations, gradients, optimizer, total, capacity, shortfall,
+// message; bytes per GPU), compute_note, layers (name, count, flops, bytes, intensity, bound,
+// peak_key, time_ms (null when it does not fit)), comms (name, collective, ranks, bytes, count,
+// algorithm, ms), generation (null or prompt, generated, prefill_flops, decode_flops,
+// prefill_bytes, decode_bytes, ttft_ms, decode_ms, decode_tokens_per_s, tokens_per_s),
+// training (null or forward/backward/optimizer flops, bytes and ms, tokens), source.
 nlohmann::json to_json(const llm_result& result);
 
 // `keel perf model`.
