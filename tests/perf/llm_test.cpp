@@ -1,5 +1,7 @@
 // LLM counts against the published reference numbers of the spec.
 #include "keel/perf/llm.hpp"
+#include "keel/comm/communicator.hpp"
+#include "keel/comm/cost.hpp"
 #include "keel/core/error.hpp"
 #include "keel/perf/gpu_database.hpp"
 #include "keel/perf/svg.hpp"
@@ -356,6 +358,83 @@ TEST(Svg, IsAWellFormedChart) {
   for (std::size_t p = svg.find("<circle"); p != std::string::npos; p = svg.find("<circle", p + 1))
     ++circles;
   EXPECT_EQ(circles, 4u);  // two points, each with a legend dot; "bad" skipped
+}
+
+}  // namespace
+}  // namespace keel::perf
+
+namespace keel::perf {
+namespace {
+
+// Tensor parallelism: per-GPU weights are a tp-th of the linears, and the collectives are
+// timed by keel::comm's alpha-beta model on the GPU's NVLink.
+TEST(LlmParallel, TensorParallelSplitsWeightsAndTimesAllreduces) {
+  const llm_config c = load_llm_config("llama-3.1-70b");
+  llm_options o;
+  o.weights = dtype::bf16, o.batch = 1, o.seq = 1024;
+  const llm_report one = analyze_llm(c, o, h100());
+  EXPECT_FALSE(one.memory.fits);  // 141 GB of bf16 weights
+  o.parallel.tp = 8;
+  const llm_report r = analyze_llm(c, o, h100());
+  ASSERT_TRUE(r.memory.fits) << r.memory.message;
+  const double norms = 80 * 2 * 8192.0 + 8192;  // replicated on every GPU
+  EXPECT_NEAR(r.memory.need.weights, (2 * 70'553'706'496.0 - 2 * norms) / 8 + 2 * norms, 1);
+  // The matmuls are split; norms and residual adds are replicated on every GPU.
+  EXPECT_NEAR(r.matmul_flops / one.matmul_flops, 1.0, 1e-12);
+  EXPECT_GT(r.total_flops, one.total_flops);
+  const llm_comm* attn = nullptr;
+  for (const llm_comm& x : r.comms)
+    if (x.name == "tp allreduce: attention output") attn = &x;
+  ASSERT_NE(attn, nullptr);
+  EXPECT_EQ(attn->ranks, 8);
+  EXPECT_EQ(attn->count, 80);
+  EXPECT_DOUBLE_EQ(attn->bytes, 1024 * 8192.0 * 2);
+  comm::link_model link;
+  link.alpha = comm::cost_model{}.alpha_shm;
+  link.beta = 1 / (*h100().nvlink_gbs / 2 * 1e9);
+  link.gamma = 3 / h100().bandwidth_bytes_per_s();
+  EXPECT_DOUBLE_EQ(
+      attn->seconds,
+      comm::estimate_collective(comm::collective::allreduce, 8, attn->bytes, link).seconds);
+  EXPECT_GT(r.comm_seconds, 0);
+  EXPECT_DOUBLE_EQ(*r.seconds, r.compute_seconds + r.comm_seconds);
+  o.parallel.tp = 3;  // does not divide 64 heads
+  EXPECT_THROW(analyze_llm(c, o, h100()), invalid_argument);
+}
+
+TEST(LlmParallel, DataPipelineAndExpertParallel) {
+  llm_options o;
+  o.weights = dtype::bf16, o.batch = 8, o.seq = 2048, o.training = true;
+  o.parallel.dp = 4, o.parallel.pp = 2;
+  const llm_report r = analyze_llm(load_llm_config("llama-3-8b"), o, h100());
+  bool grads = false, sends = false;
+  for (const llm_comm& x : r.comms) {
+    if (x.name == "dp allreduce: gradients") {
+      grads = true;
+      EXPECT_EQ(x.ranks, 4);
+      EXPECT_DOUBLE_EQ(x.bytes, r.memory.need.gradients);
+    }
+    if (x.collective == "send") {
+      sends = true;
+      EXPECT_EQ(x.count, 2);  // forward + backward
+    }
+  }
+  EXPECT_TRUE(grads && sends);
+  // Expert parallel: Mixtral's experts over 4 data-parallel GPUs, 2 alltoalls per layer.
+  llm_options e;
+  e.weights = dtype::bf16, e.batch = 4, e.seq = 512;
+  e.parallel.dp = 4, e.parallel.ep = 4;
+  const llm_report m = analyze_llm(load_llm_config("mixtral-8x7b"), e, h100());
+  EXPECT_TRUE(m.memory.fits) << m.memory.message;
+  bool a2a = false;
+  for (const llm_comm& x : m.comms)
+    if (x.collective == "alltoall") {
+      a2a = true;
+      EXPECT_EQ(x.count, 64);
+    }
+  EXPECT_TRUE(a2a);
+  e.parallel.ep = 3;
+  EXPECT_THROW(analyze_llm(load_llm_config("mixtral-8x7b"), e, h100()), invalid_argument);
 }
 
 }  // namespace
