@@ -77,6 +77,36 @@ TEST(PerfCli, LlmJsonContractAndSvg) {
   EXPECT_NE(d.out.find("active per token"), std::string::npos);
 }
 
+// A model that does not fit is counted but gets no latency (exit 0, the report says why);
+// bad parallel degrees are one line, exit 2.
+TEST(PerfCli, LlmDoesNotFitAndParallelOptions) {
+  const json m =
+      run_json({"perf", "llm", "--config", "mixtral-8x7b", "--gpu", "h100-sxm", "--json"});
+  EXPECT_EQ(m.at("fits"), false);
+  EXPECT_TRUE(m.at("predicted_ms").is_null());
+  EXPECT_EQ(
+      m.at("memory").at("message").get<std::string>().rfind("does not fit: needs 93.45 GB", 0), 0u);
+  const process_result text =
+      run_keel({"perf", "llm", "--config", "llama-2-7b", "--gpu", "gtx-1050"});
+  EXPECT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("no prediction: the model does not fit"), std::string::npos) << text.out;
+  const json tp = run_json(
+      {"perf", "llm", "--config", "llama-3.1-70b", "--tp", "8", "--generate", "16", "--json"});
+  EXPECT_EQ(tp.at("fits"), true);
+  EXPECT_EQ(tp.at("gpus"), 8);
+  EXPECT_GT(tp.at("comm_ms").get<double>(), 0);
+  EXPECT_GT(tp.at("generation").at("tokens_per_s").get<double>(), 0);
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"perf", "llm", "--config", "llama-2-7b", "--tp", "3"},
+           {"perf", "llm", "--config", "llama-2-7b", "--ep", "2"},
+           {"perf", "llm", "--config", "llama-2-7b", "--quant", "int3"},
+           {"perf", "llm", "--config", "llama-2-7b", "--train", "--generate", "4"}}) {
+    const process_result r = run_keel(args);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_EQ(count_lines(r.err), 1) << r.err;
+  }
+}
+
 TEST(PerfCli, ModelJsonContract) {
   const json r = run_json({"perf", "model", data_dir + "tiny.onnx", "--gpu", "h100-sxm", "--json"});
   for (const char* key : {"macs", "flops", "bytes", "nodes", "predicted_ms", "params"}) {
