@@ -100,7 +100,8 @@ TEST(Llm, Llama2PrefillMatchesTheReference) {
 
 // calflops' published table: forward and forward + backward FLOPs of HF models at (1, 128).
 TEST(Llm, MatchesCalflopsPublishedTable) {
-  for (const auto& m : golden("calflops-llm.golden.json").at("models")) {
+  const nlohmann::json table = golden("calflops-llm.golden.json");
+  for (const auto& m : table.at("models")) {
     const llm_config c = load_llm_config(m.at("config").get<std::string>());
     llm_options o;
     o.batch = m.at("batch"), o.seq = m.at("seq"), o.weights = dtype::bf16;
@@ -121,7 +122,8 @@ TEST(Llm, DecodeMatchesLlmViewerFormulas) {
                                         "gate_proj",     "up_proj",     "down_proj", "qk_matmul",
                                         "sv_matmul",     "softmax",     "attn_norm", "mlp_norm",
                                         "attn_residual", "mlp_residual"};
-  for (const auto& g : golden("llm-viewer-decode.golden.json").at("cases")) {
+  const nlohmann::json decode = golden("llm-viewer-decode.golden.json");
+  for (const auto& g : decode.at("cases")) {
     llm_options o;
     o.phase = llm_phase::decode;
     o.batch = g.at("batch"), o.seq = g.at("seq"), o.weights = dtype::bf16;
