@@ -71,14 +71,20 @@ def explain(kind, *mnk, gpu, vs, dtype="fp32", no_tensor=False, **shape):
 
 
 def llm(config, batch=1, seq=128, phase="prefill", gpu="h100-sxm", dtype="bf16", kv_dtype=None,
-        flash=False, no_tensor=False, svg=None):
+        flash=False, no_tensor=False, svg=None, quant="none", generate=0, train=False,
+        optimizer="adam", tp=1, pp=1, dp=1, ep=1, link_latency_us=None):
     """Per-op FLOPs, bytes, bound and time of a decoder LLM: keel perf llm --json.
 
     config: a bundled name (llm_configs()) or a config.json path; seq: the prompt length
-    (prefill) or the cached tokens (decode); svg: write a roofline chart there.
+    (prefill) or the cached tokens (decode); svg: write a roofline chart there. quant
+    (none | w8a8 | w4a16 | fp8), generate (decode steps after the prompt: TTFT and tokens/s),
+    train and optimizer (adam | sgd | sgd-momentum), tp/pp/dp/ep (tensor, pipeline, data and
+    expert parallel GPUs) and link_latency_us are the CLI's --quant, --generate, --train,
+    --optimizer, --tp, --pp, --dp, --ep and --link-latency-us.
     """
     return LlmResult(_perf.llm(_device(config), batch, seq, phase, _device(gpu), dtype, kv_dtype, flash,
-                               no_tensor, _optional_path(svg)))
+                               no_tensor, _optional_path(svg), quant, generate, train, optimizer, tp, pp, dp,
+                               ep, link_latency_us))
 
 
 def _dims(dims):
@@ -98,17 +104,19 @@ def _dims(dims):
     return list(dims)
 
 
-def model(path, gpu="h100-sxm", dims=None, no_tensor=False, svg=None, assume_one=False):
+def model(path, gpu="h100-sxm", dims=None, no_tensor=False, svg=None, assume_one=False, depth=None):
     """Per-node FLOPs, MACs, bytes and roofline time of an ONNX graph: keel perf model --json.
 
     dims: values of symbolic dimensions, {"batch": 8} or ["batch=8"]. A symbolic dimension
     without one raises keel.InvalidArgument naming it, unless assume_one (--assume-one) counts
-    it as 1.
+    it as 1. depth: the module tree ("tree") down to this depth (--depth); None: all of it.
     """
     if not isinstance(assume_one, bool):
         raise TypeError(f"assume_one must be a bool, not {type(assume_one).__name__}")
+    if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int)):
+        raise TypeError(f"depth must be an int or None, not {type(depth).__name__}")
     return ModelResult(_perf.model(os.fspath(path), _device(gpu), _dims(dims), no_tensor,
-                                   _optional_path(svg), assume_one))
+                                   _optional_path(svg), assume_one, depth))
 
 
 def calibrate(threads=1, seconds=0.3, dram_mib=1024, out=None, name="cpu-local"):

@@ -247,7 +247,9 @@ void register_perf(py::module_& m) {
       "llm",
       [](const std::string& config, double batch, double seq, const std::string& phase,
          const std::string& gpu, const std::string& dtype, std::optional<std::string> kv_dtype,
-         bool flash, bool no_tensor, std::optional<std::string> svg) {
+         bool flash, bool no_tensor, std::optional<std::string> svg, const std::string& quant,
+         double generate, bool train, const std::string& optimizer, std::int64_t tp,
+         std::int64_t pp, std::int64_t dp, std::int64_t ep, std::optional<double> link_latency_us) {
         kp::llm_request r;
         r.config = config;
         r.batch = batch;
@@ -259,17 +261,26 @@ void register_perf(py::module_& m) {
         r.flash = flash;
         r.tensor = !no_tensor;
         r.svg = svg.value_or("");
+        r.quant = quant;
+        r.generate = generate;
+        r.train = train;
+        r.optimizer = optimizer;
+        r.tp = tp, r.pp = pp, r.dp = dp, r.ep = ep;
+        r.link_latency_us = link_latency_us;
         return document([&] { return kp::to_json(kp::run_llm(r)); });
       },
       py::arg("config"), py::arg("batch") = 1.0, py::arg("seq") = 128.0,
       py::arg("phase") = "prefill", py::arg("gpu") = "h100-sxm", py::arg("dtype") = "bf16",
       py::arg("kv_dtype") = py::none(), py::arg("flash") = false, py::arg("no_tensor") = false,
-      py::arg("svg") = py::none(),
+      py::arg("svg") = py::none(), py::arg("quant") = "none", py::arg("generate") = 0.0,
+      py::arg("train") = false, py::arg("optimizer") = "adam", py::arg("tp") = 1, py::arg("pp") = 1,
+      py::arg("dp") = 1, py::arg("ep") = 1, py::arg("link_latency_us") = py::none(),
       "keel perf llm --json: per-op FLOPs, bytes, bound and time of a decoder LLM.");
   m.def(
       "model",
       [](const std::string& path, const std::string& gpu, const std::vector<std::string>& dims,
-         bool no_tensor, std::optional<std::string> svg, bool assume_one) {
+         bool no_tensor, std::optional<std::string> svg, bool assume_one,
+         std::optional<int> depth) {
         kp::model_request r;
         r.path = path;
         r.gpu = gpu;
@@ -277,12 +288,15 @@ void register_perf(py::module_& m) {
         r.assume_one = assume_one;
         r.tensor = !no_tensor;
         r.svg = svg.value_or("");
+        r.depth = depth.value_or(-1);
         return document([&] { return kp::to_json(kp::run_model(r)); });
       },
       py::arg("path"), py::arg("gpu") = "h100-sxm", py::arg("dims") = std::vector<std::string>{},
       py::arg("no_tensor") = false, py::arg("svg") = py::none(), py::arg("assume_one") = false,
+      py::arg("depth") = py::none(),
       "keel perf model --json: per-node FLOPs, MACs, bytes and time of an ONNX graph; dims are "
-      "'NAME=VALUE' strings; assume_one is --assume-one.");
+      "'NAME=VALUE' strings; assume_one is --assume-one; depth is --depth (none: the whole "
+      "module tree).");
   m.def(
       "calibrate",
       [](std::int64_t threads, double seconds, double dram_mib, std::optional<std::string> out,

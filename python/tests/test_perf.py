@@ -88,6 +88,33 @@ def test_llm_options_and_chart(keel_exe, tmp_path):
         assert keel.perf.llm(path).to_dict() == cli_json(keel_exe, "perf", "llm", "--config", path)
 
 
+# The options of keel perf llm beyond the op table: quantization, generation, training and
+# parallelism, each the same document as the CLI's.
+LLM_OPTIONS = [
+    (["--quant", "w4a16"], {"quant": "w4a16"}),
+    (["--generate", "256", "--seq", "512"], {"generate": 256, "seq": 512}),
+    (["--train", "--optimizer", "sgd-momentum", "--dtype", "fp32"], {"train": True, "optimizer": "sgd-momentum",
+                                                                     "dtype": "fp32"}),
+    (["--batch", "8", "--tp", "2", "--pp", "2", "--dp", "2", "--link-latency-us", "3"],
+     {"batch": 8, "tp": 2, "pp": 2, "dp": 2, "link_latency_us": 3}),
+]
+
+
+@pytest.mark.parametrize("cli_args,kwargs", LLM_OPTIONS)
+def test_llm_quant_generation_training_parallel_equal_the_cli(keel_exe, cli_args, kwargs):
+    cli = cli_json(keel_exe, "perf", "llm", "--config", "llama-2-7b", *cli_args)
+    assert keel.perf.llm("llama-2-7b", **kwargs).to_dict() == cli
+
+
+def test_llm_expert_parallel_and_a_model_that_does_not_fit(keel_exe):
+    cli = cli_json(keel_exe, "perf", "llm", "--config", "mixtral-8x7b", "--batch", "4", "--dp", "4", "--ep", "4")
+    assert keel.perf.llm("mixtral-8x7b", batch=4, dp=4, ep=4).to_dict() == cli
+    short = keel.perf.llm("mixtral-8x7b")  # bf16 weights on one 80 GB H100
+    assert short.fits is False and short.predicted_ms is None
+    with pytest.raises(keel.InvalidArgument, match="--ep"):
+        keel.perf.llm("mixtral-8x7b", batch=4, dp=2, ep=4)
+
+
 def test_llm_rows_where_pandas_is_installed():
     pandas = pytest.importorskip("pandas")
     frame = keel.perf.llm("llama-2-7b").to_pandas()
@@ -107,6 +134,18 @@ def test_model_equals_the_cli(keel_exe, tmp_path):
     keel.perf.model(DATA / "tiny.onnx", svg=svg)
     assert svg.read_text().startswith("<svg")
     assert keel.perf.model(DATA / "tiny.onnx").macs == 93184
+
+
+def test_model_depth_equals_the_cli(keel_exe):
+    path = DATA / "resnet50-graph.onnx"
+    for depth in (0, 1):
+        cli = cli_json(keel_exe, "perf", "model", path, "--depth", str(depth))
+        assert keel.perf.model(path, depth=depth).to_dict() == cli
+    assert keel.perf.model(path, depth=0).to_dict()["tree"]["children"] == []
+    with pytest.raises(keel.InvalidArgument, match="--depth"):
+        keel.perf.model(path, depth=-2)
+    with pytest.raises(TypeError, match="depth"):
+        keel.perf.model(path, depth=1.5)
 
 
 def test_model_dynamic_axes_need_dims_or_assume_one(keel_exe):
