@@ -125,8 +125,12 @@ constexpr algorithm_entry k_table[] = {
        const terms t = at(in, S);
        return (t.n - 1) * t.a * 1.5 + t.f * S * t.b;
      }, allgather_direct},
-    // alltoall, barrier: one algorithm each
-    {c_t::alltoall, a_t::direct, nullptr, free_of_charge, alltoall_direct},
+    // alltoall: every rank sends each other rank its block, all at once (as allgather's
+    // direct algorithm, with a block per peer instead of one block to all); barrier: no data
+    {c_t::alltoall, a_t::direct, nullptr, [](const cost_inputs& in, double S) {
+       const terms t = at(in, S);
+       return (t.n - 1) * t.a * 1.5 + t.f * S * t.b;
+     }, alltoall_direct},
     {c_t::barrier, a_t::rd, nullptr, free_of_charge, barrier_rd},
 };
 // clang-format on

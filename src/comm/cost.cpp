@@ -29,9 +29,8 @@ collective_estimate estimate_collective(collective c, int ranks, double bytes, c
     if (!found || s < best.seconds) best = {e.algo, s, true}, found = true;
   }
   if (!found) return {};
-  // The table's zero-cost entries (alltoall, barrier) are placeholders, not estimates.
-  if (c == collective::alltoall || c == collective::barrier || c == collective::sendrecv)
-    best.modelled = false;
+  // The table's zero-cost entries (barrier) are placeholders, not estimates.
+  if (c == collective::barrier || c == collective::sendrecv) best.modelled = false;
   return best;
 }
 

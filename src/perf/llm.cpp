@@ -468,9 +468,7 @@ llm_comm collective_cost(std::string name, comm::collective coll, int ranks, dou
   x.ranks = ranks;
   x.bytes = bytes;
   x.count = count;
-  // keel::comm has no alltoall estimate: an alltoall sends what a ring allgather of the same
-  // buffer sends ((n-1)/n of it), so it is timed as one.
-  comm::collective timed = coll == comm::collective::alltoall ? comm::collective::allgather : coll;
+  comm::collective timed = coll;
   comm::algorithm algo = comm::algorithm::auto_select;
   if (coll == comm::collective::sendrecv) {
     timed = comm::collective::broadcast;  // two ranks, direct: one message of S bytes

@@ -5,10 +5,10 @@
 // alpha: seconds per message; beta: seconds per byte moved; gamma: seconds per byte reduced;
 // chunk_bytes: the pipelining unit of the ring and tree algorithms. `bytes` is the model's S:
 // the buffer each rank contributes (allreduce, reduce, broadcast: the whole buffer;
-// reduce_scatter: the whole input; allgather: the whole output). The estimate is the
-// algorithm table's (src/comm/algorithm_table.cpp), the same numbers `KEEL_LOG=info` prints.
-// Collectives the table does not model (alltoall, sendrecv, barrier) estimate 0 seconds, and
-// `modelled` says so. Pure functions; thread-safe.
+// reduce_scatter: the whole input; allgather: the whole output; alltoall: the whole input, a
+// block per rank). The estimate is the algorithm table's (src/comm/algorithm_table.cpp), the
+// same numbers `KEEL_LOG=info` prints. Collectives the table does not model (sendrecv,
+// barrier) estimate 0 seconds, and `modelled` says so. Pure functions; thread-safe.
 #pragma once
 
 #include "keel/comm/types.hpp"
