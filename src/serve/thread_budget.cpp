@@ -140,6 +140,11 @@ int thread_budget::leased() const {
   return total_ - free_;
 }
 
+int thread_budget::waiting() const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  return static_cast<int>(waiting_.size());
+}
+
 void thread_budget::release(account* who, int threads) {
   {
     const std::lock_guard<std::mutex> lock(mutex_);

@@ -210,10 +210,15 @@ std::vector<int> order_of(std::uint64_t first_expected_us, std::uint64_t second_
     const std::lock_guard<std::mutex> lock(m);
     order.push_back(who);
   };
+  // Each run is waiting before the next step (a loaded machine may start a thread late).
+  const auto until_waiting = [&](int n) {
+    while (b.waiting() < n) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  };
   std::thread first(wait, 1, first_expected_us);
+  until_waiting(1);
   std::this_thread::sleep_for(between);
   std::thread second(wait, 2, second_expected_us);
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  until_waiting(2);
   held.reset();
   first.join();
   second.join();

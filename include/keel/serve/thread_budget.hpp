@@ -88,7 +88,8 @@ class thread_budget {
   // account (registered with this budget), if any.
   lease acquire(std::uint64_t expected_us = 0, account* who = nullptr);
   int total() const noexcept { return total_; }
-  int leased() const;  // threads out on leases now
+  int leased() const;   // threads out on leases now
+  int waiting() const;  // runs waiting in acquire() now
 
  private:
   struct waiter {
