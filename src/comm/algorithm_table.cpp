@@ -40,6 +40,13 @@ bool power_of_two(int n) { return (n & (n - 1)) == 0; }
 
 double free_of_charge(const cost_inputs&, double) { return 0; }
 
+// n - 1 messages posted at once, (n - 1)/n of S sent per rank: allgather's and alltoall's
+// direct algorithms (one block to every peer, or a block per peer).
+double direct_sends(const cost_inputs& in, double S) {
+  const terms t = at(in, S);
+  return (t.n - 1) * t.a * 1.5 + t.f * S * t.b;
+}
+
 // clang-format off
 constexpr algorithm_entry k_table[] = {
     // allreduce
@@ -121,16 +128,9 @@ constexpr algorithm_entry k_table[] = {
        const terms t = at(in, S);
        return t.L * t.a + t.f * S * t.b + S * t.b;  // + Bruck's rotation copy
      }, allgather_rd},
-    {c_t::allgather, a_t::direct, nullptr, [](const cost_inputs& in, double S) {
-       const terms t = at(in, S);
-       return (t.n - 1) * t.a * 1.5 + t.f * S * t.b;
-     }, allgather_direct},
-    // alltoall: every rank sends each other rank its block, all at once (as allgather's
-    // direct algorithm, with a block per peer instead of one block to all); barrier: no data
-    {c_t::alltoall, a_t::direct, nullptr, [](const cost_inputs& in, double S) {
-       const terms t = at(in, S);
-       return (t.n - 1) * t.a * 1.5 + t.f * S * t.b;
-     }, alltoall_direct},
+    {c_t::allgather, a_t::direct, nullptr, direct_sends, allgather_direct},
+    // alltoall: every rank sends each other rank its block, all at once; barrier: no data
+    {c_t::alltoall, a_t::direct, nullptr, direct_sends, alltoall_direct},
     {c_t::barrier, a_t::rd, nullptr, free_of_charge, barrier_rd},
 };
 // clang-format on
