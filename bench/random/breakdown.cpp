@@ -11,6 +11,8 @@
 //   log      the vector logf on N floats (one per Box-Muller pair: two normals)
 //   sincos   the vector sincosf on N floats (one per pair)
 //   icdf     inverse-CDF float normals from N words (MT19937, MTGP32, Sobol')
+//   double   double Box-Muller normals from 2N words (box_muller_doubles: Philox, XORWOW)
+//   double_glibc  the same by the scalar function and glibc's log, sin and cos
 // Prints "LEVEL STAGE ns/value" (best of REPEATS passes over N values, default 2^16 and 200).
 // Under `valgrind --tool=callgrind`, (Ir of STAGE - Ir of none) / (N * REPEATS) is the
 // stage's instruction count per value (bench/random/breakdown.sh does that).
@@ -23,8 +25,11 @@
 #include <string>
 #include <vector>
 
+#include "cpu_kernels/glibc_math.hpp"
 #include "cpu_kernels/simd.hpp"
+#include "engines/box_muller_double.hpp"
 #include "engines/normal_icdf.hpp"
+#include "keel/random/distributions.hpp"
 
 namespace {
 
@@ -46,7 +51,9 @@ double best_ns_per_value(int repeats, std::size_t n, F&& f) {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    fmt::print(stderr, "usage: {} avx2|avx512 none|u32|uniform|normal|log|sincos|icdf [N] [R]\n",
+    fmt::print(stderr,
+               "usage: {} avx2|avx512 none|u32|uniform|normal|log|sincos|icdf|double|double_glibc "
+               "[N] [R]\n",
                argv[0]);
     return 2;
   }
@@ -60,9 +67,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   const keel::random::philox_key key{{1234u, 0u}};
-  std::vector<std::uint32_t> words(n);
+  std::vector<std::uint32_t> words(2 * n);
   std::vector<float> in(n), out(n), out2(n);
-  simd::philox_u32(words.data(), 0, n, key, nullptr);
+  std::vector<double> zd(n);
+  simd::philox_u32(words.data(), 0, 2 * n, key, nullptr);
   simd::philox_uniform(in.data(), 0, n, key, nullptr);  // logf's inputs: (0, 1]
   if (stage == "sincos")
     for (float& v : in) v *= 6.2831855f;  // the Box-Muller angles
@@ -97,11 +105,25 @@ int main(int argc, char** argv) {
   } else if (stage == "icdf") {
     ns = best_ns_per_value(
         repeats, n, [&] { keel::random::detail::normal_icdf_floats(words.data(), n, out.data()); });
+  } else if (stage == "double") {
+    ns = best_ns_per_value(repeats, n, [&] {
+      keel::random::detail::box_muller_doubles(words.data(), n / 2, zd.data());
+    });
+  } else if (stage == "double_glibc") {
+    ns = best_ns_per_value(repeats, n, [&] {
+      const std::uint32_t* w = words.data();
+      for (std::size_t j = 0; j < n / 2; ++j, w += 4) {
+        const auto z = keel::random::box_muller_double<keel::random::detail::glibc_math>(
+            w[0], w[1], w[2], w[3]);
+        zd[2 * j] = z.x;
+        zd[2 * j + 1] = z.y;
+      }
+    });
   } else {
     fmt::print(stderr, "unknown stage {}\n", stage);
     return 2;
   }
   fmt::print("{} {} {:.3f} ns/value (checksum {})\n", level, stage, ns,
-             out[n / 2] + out2[n / 3] + static_cast<float>(words[n / 5] & 1u));
+             out[n / 2] + out2[n / 3] + static_cast<float>(words[n / 5] & 1u) + zd[n / 7]);
   return 0;
 }

@@ -24,7 +24,7 @@ printf '%-7s %-8s %10s %14s\n' level stage ns/value instr/value
 for level in $levels; do
   base=
   if command -v valgrind >/dev/null && [ "$level" != avx512 ]; then base=$(ir "$level" none); fi
-  for stage in u32 uniform normal log sincos icdf; do
+  for stage in u32 uniform normal log sincos icdf double double_glibc; do
     ns=$("$prog" "$level" "$stage" $n 300 | awk '{print $3}')
     per=-
     if [ -n "$base" ]; then

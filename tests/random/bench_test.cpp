@@ -21,8 +21,9 @@ TEST(random_bench, rows_of_one_generator_in_order_as_they_are_measured) {
   std::vector<kr::bench_row> seen;
   const auto rows = kr::run_bench(o, [&](const kr::bench_row& r) { seen.push_back(r); });
   const unsigned all = std::max(1u, std::thread::hardware_concurrency());
-  const std::vector<kr::distribution> dists = {kr::distribution::raw, kr::distribution::uniform,
-                                               kr::distribution::normal, kr::distribution::poisson};
+  const std::vector<kr::distribution> dists = {
+      kr::distribution::raw, kr::distribution::uniform, kr::distribution::normal,
+      kr::distribution::normal_double, kr::distribution::poisson};
   ASSERT_EQ(rows.size(), dists.size() * (all > 1 ? 2 : 1));
   ASSERT_EQ(seen.size(), rows.size());
   for (std::size_t i = 0; i < rows.size(); ++i) {
@@ -44,7 +45,7 @@ TEST(random_bench, cpu_time_keeps_single_thread_rows_only) {
   o.cpu_time = true;
   o.only = kr::rng_type::sobol32;
   const auto rows = kr::run_bench(o);
-  ASSERT_EQ(rows.size(), 4u);
+  ASSERT_EQ(rows.size(), 5u);
   for (const auto& r : rows) EXPECT_EQ(r.threads, 1u);
 }
 
@@ -57,13 +58,13 @@ TEST(random_bench, generators_with_tables_run_with_them_or_say_why_not) {
   o.cpu_time = true;
   o.only = kr::rng_type::mtgp32;
   if (kr::mtgp32_default_tables().tables)
-    EXPECT_EQ(kr::run_bench(o).size(), 4u);
+    EXPECT_EQ(kr::run_bench(o).size(), 5u);
   else
     EXPECT_THROW(kr::run_bench(o), keel::invalid_argument);
   o.only = kr::rng_type::scrambled_sobol32;
   if (kr::sobol32_scramble_tables()) {
     const auto rows = kr::run_bench(o);
-    ASSERT_EQ(rows.size(), 4u);
+    ASSERT_EQ(rows.size(), 5u);
     for (const auto& r : rows) EXPECT_EQ(r.type, kr::rng_type::scrambled_sobol32);
   } else {
     EXPECT_THROW(kr::run_bench(o), keel::invalid_argument);

@@ -105,7 +105,8 @@ TEST(random_cli, bench_by_cpu_time_has_single_thread_rows_only) {
     EXPECT_GT(row["keel_gsps"].get<double>(), 0.0);
     dists.push_back(row["dist"].get<std::string>());
   }
-  EXPECT_EQ(dists, (std::vector<std::string>{"raw", "uniform", "normal", "poisson"}));
+  EXPECT_EQ(dists,
+            (std::vector<std::string>{"raw", "uniform", "normal", "normal-double", "poisson"}));
 }
 
 TEST(random_cli, bad_input_is_one_line_and_exit_2) {

@@ -13,11 +13,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "cpu_kernels/glibc_math.hpp"
 #include "cpu_kernels/simd.hpp"
 #include "engines.hpp"
+#include "engines/box_muller_double.hpp"
 #include "keel/random/distributions.hpp"
 #include "keel/random/philox.hpp"
 
@@ -123,28 +125,40 @@ class philox_engine final : public engine {
     const std::size_t groups = static_cast<std::size_t>(q_last - q_first + 1);
     const unsigned workers = workers_for(r.n, r.threads);
     parallel_for(groups, workers, [&](std::size_t gb, std::size_t ge) {
-      for (std::size_t gi = gb; gi < ge; ++gi) {
-        const std::uint64_t q = q_first + gi, t = q % k_threads, j = q / k_threads;
-        // Each earlier group of thread t in this call was completed, adding 1 to E_t.
-        const std::uint64_t block = j + extra_[t] + (j - first_iteration(t));
-        const philox_ctr b0 = philox4x32_10(philox_ctr_of(block, t), key);
-        const philox_ctr b1 = philox4x32_10(philox_ctr_of(block + 1, t), key);
-        const std::uint32_t w[8] = {b0.v[0], b0.v[1], b0.v[2], b0.v[3],
-                                    b1.v[0], b1.v[1], b1.v[2], b1.v[3]};
-        const std::uint64_t lo = std::max(p0, 4 * q), hi = std::min(end, 4 * q + 4);
-        double* out = static_cast<double*>(r.out);
-        for (std::uint64_t p = lo; p < hi; ++p) {
-          const std::size_t lane = static_cast<std::size_t>(p % 4);
-          double& o = out[p - p0];
-          if (r.what == kind::uniform_double) {
-            o = uniform_double(w[2 * lane], w[2 * lane + 1]);
-            continue;
-          }
-          const unsigned b = 4 * (lane / 2);
-          const double_pair z = box_muller_double<glibc_math>(w[b], w[b + 1], w[b + 2], w[b + 3]);
-          const double v = (lane & 1u) ? z.y : z.x;
-          o = r.what == kind::normal_double ? v * r.stddev + r.mean : ::exp(r.mean + r.stddev * v);
+      // Batches of groups within one iteration j: their blocks B = j + shift[t] (shift[t] =
+      // E_t + the groups of thread t this call completed before) and B + 1, which are the
+      // 32-bit outputs at the batch's positions and one iteration later under that shift
+      // (the SIMD Philox); then the four doubles of each group (the normals' pairs by
+      // box_muller_doubles, vectorized) and what [p0, end) takes of them.
+      constexpr std::size_t k_batch = 128;
+      std::uint32_t wa[4 * k_batch], wb[4 * k_batch], w[8 * k_batch];
+      double z[4 * k_batch];
+      const std::unique_ptr<std::uint32_t[]> shift(new std::uint32_t[k_threads]);
+      std::size_t count = 0;
+      for (std::size_t g0 = gb; g0 < ge; g0 += count) {
+        const std::uint64_t qa = q_first + g0, j = qa / k_threads;
+        count = static_cast<std::size_t>(
+            std::min<std::uint64_t>({k_batch, ge - g0, (j + 1) * k_threads - qa}));
+        for (std::size_t g = 0; g < count; ++g) {
+          const std::uint64_t t = (qa + g) % k_threads;
+          shift[t] = static_cast<std::uint32_t>(extra_[t] + (j - first_iteration(t)));
         }
+        simd::philox_u32(wa, 4 * qa, 4 * count, key, shift.get());
+        simd::philox_u32(wb, 4 * (qa + k_threads), 4 * count, key, shift.get());
+        for (std::size_t g = 0; g < count; ++g) {
+          std::memcpy(w + 8 * g, wa + 4 * g, 4 * sizeof *w);
+          std::memcpy(w + 8 * g + 4, wb + 4 * g, 4 * sizeof *w);
+        }
+        if (r.what == kind::uniform_double)
+          for (std::size_t i = 0; i < 4 * count; ++i) z[i] = uniform_double(w[2 * i], w[2 * i + 1]);
+        else
+          box_muller_doubles(w, 2 * count, z);
+        const std::uint64_t first = 4 * (q_first + g0);
+        const std::uint64_t lo = std::max(p0, first), hi = std::min(end, first + 4 * count);
+        double* out = static_cast<double*>(r.out) + (lo - p0);
+        const double* v = z + (lo - first);
+        for (std::uint64_t p = lo; p < hi; ++p, ++v, ++out)
+          *out = r.what == kind::uniform_double ? *v : double_normal_output(r, *v);
       }
     });
     // Groups whose last lane was produced: q_first .. (end - 4) / 4 when end >= 4.

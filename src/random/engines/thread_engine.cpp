@@ -20,6 +20,7 @@
 #include "cpu_kernels/glibc_math.hpp"
 #include "cpu_kernels/simd.hpp"
 #include "engines.hpp"
+#include "engines/box_muller_double.hpp"
 #include "keel/random/distributions.hpp"
 #include "keel/random/mrg32k3a.hpp"
 #include "keel/random/xorwow.hpp"
@@ -66,6 +67,8 @@ struct xorwow_core {
                    float mean, float sd) {
     simd::xorwow_rows(st, rows, k, out, stride, mean, sd);
   }
+  // Double normals are box_muller_double of four words, batched by run_thread.
+  static constexpr bool k_box_muller_double = true;
   // The Box-Muller pair of words (w0, w1): {sin, cos} times the radius.
   static float_pair normal_pair(std::uint32_t w0, std::uint32_t w1) {
     return box_muller<glibc_math>(w0, w1);
@@ -104,20 +107,8 @@ struct xorwow_core {
         o[1] = ::expf(mean + sd * z.y);
         return;
       }
-      case kind::normal_double: {
-        const double_pair z = box_muller_double<glibc_math>(w[0], w[1], w[2], w[3]);
-        double* o = static_cast<double*>(r.out) + 2 * i;
-        o[0] = z.x * r.stddev + r.mean;
-        o[1] = z.y * r.stddev + r.mean;
-        return;
-      }
-      case kind::log_normal_double: {
-        const double_pair z = box_muller_double<glibc_math>(w[0], w[1], w[2], w[3]);
-        double* o = static_cast<double*>(r.out) + 2 * i;
-        o[0] = ::exp(r.mean + r.stddev * z.x);
-        o[1] = ::exp(r.mean + r.stddev * z.y);
-        return;
-      }
+      case kind::normal_double:
+      case kind::log_normal_double: return;  // run_thread's batches (k_box_muller_double)
     }
   }
 };
@@ -145,6 +136,8 @@ struct mrg_core {
                    float mean, float sd) {
     simd::mrg32k3a_rows(st, rows, k, out, stride, mean, sd);
   }
+  // Double normals take two words (emit).
+  static constexpr bool k_box_muller_double = false;
   static float_pair normal_pair(std::uint32_t w0, std::uint32_t w1) {
     const float x = mrg32k3a_uniform(w0);
     const float y = mrg32k3a_uniform(w1) * 6.2831855f;
@@ -227,6 +220,26 @@ class thread_engine final : public engine {
     auto run_thread = [&](std::size_t t, std::uint64_t s) {
       std::uint32_t w[4];
       typename Core::state st = cache_[t];
+      if constexpr (Core::k_box_muller_double)
+        if (r.what == kind::normal_double || r.what == kind::log_normal_double) {
+          // Up to k_batch slots' words, their pairs by box_muller_doubles (vectorized).
+          constexpr std::size_t k_batch = 64;
+          std::uint32_t ws[4 * k_batch];
+          double z[2 * k_batch];
+          while (s < q + slots) {
+            std::size_t m = 0;
+            for (; m < k_batch && s + m * t_count < q + slots; ++m)
+              for (unsigned k = 0; k < 4; ++k) ws[4 * m + k] = Core::next(st);
+            box_muller_doubles(ws, m, z);
+            for (std::size_t i = 0; i < m; ++i, s += t_count) {
+              double* o = static_cast<double*>(r.out) + 2 * (s - q);
+              o[0] = double_normal_output(r, z[2 * i]);
+              o[1] = double_normal_output(r, z[2 * i + 1]);
+            }
+          }
+          cache_[t] = st;
+          return;
+        }
       for (; s < q + slots; s += t_count) {
         for (unsigned k = 0; k < shape.words; ++k) w[k] = Core::next(st);
         Core::emit(r, static_cast<std::size_t>(s - q), w);

@@ -50,23 +50,30 @@ constexpr std::pair<rng_type, distribution> k_cases[] = {
     {rng_type::philox4_32_10, distribution::raw},
     {rng_type::philox4_32_10, distribution::uniform},
     {rng_type::philox4_32_10, distribution::normal},
+    {rng_type::philox4_32_10, distribution::normal_double},
     {rng_type::xorwow, distribution::raw},
     {rng_type::xorwow, distribution::uniform},
     {rng_type::xorwow, distribution::normal},
+    {rng_type::xorwow, distribution::normal_double},
     {rng_type::mrg32k3a, distribution::uniform},
     {rng_type::mrg32k3a, distribution::normal},
+    {rng_type::mrg32k3a, distribution::normal_double},
     {rng_type::mt19937, distribution::raw},
     {rng_type::mt19937, distribution::uniform},
     {rng_type::mt19937, distribution::normal},
+    {rng_type::mt19937, distribution::normal_double},
     {rng_type::sobol32, distribution::raw},
     {rng_type::sobol32, distribution::uniform},
     {rng_type::sobol32, distribution::normal},
+    {rng_type::sobol32, distribution::normal_double},
     {rng_type::scrambled_sobol32, distribution::raw},
     {rng_type::scrambled_sobol32, distribution::uniform},
     {rng_type::scrambled_sobol32, distribution::normal},
+    {rng_type::scrambled_sobol32, distribution::normal_double},
     {rng_type::mtgp32, distribution::raw},
     {rng_type::mtgp32, distribution::uniform},
     {rng_type::mtgp32, distribution::normal},
+    {rng_type::mtgp32, distribution::normal_double},
     {rng_type::philox4_32_10, distribution::poisson},
     {rng_type::xorwow, distribution::poisson},
     {rng_type::mrg32k3a, distribution::poisson},
@@ -92,7 +99,7 @@ std::vector<bench_row> run_bench(const bench_options& o,
                                  const std::function<void(const bench_row&)>& on_row) {
   const auto& ref = curand_reference::get();
   const unsigned all = std::max(1u, std::thread::hardware_concurrency());
-  std::vector<unsigned char> buf(o.count * 4);
+  std::vector<unsigned char> buf;
   std::vector<bench_row> rows;
   const dist_params params{0.0, 1.0, o.lambda};
   for (const auto& [type, case_dist] : k_cases) {
@@ -102,6 +109,8 @@ std::vector<bench_row> run_bench(const bench_options& o,
       if (o.only) throw keel::invalid_argument("keel::random: " + why);
       continue;  // the full run goes on without it
     }
+    const bool doubles = dist == distribution::normal_double;
+    buf.resize(o.count * (doubles ? sizeof(double) : sizeof(float)));
     std::optional<double> curand_gsps;
     if (ref.available()) {
       std::unique_ptr<curand_generator> g;
