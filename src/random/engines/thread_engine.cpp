@@ -67,7 +67,7 @@ struct xorwow_core {
                    float mean, float sd) {
     simd::xorwow_rows(st, rows, k, out, stride, mean, sd);
   }
-  // Double normals are box_muller_double of four words, batched by run_thread.
+  // Double normals are box_muller_double of four words (double_rows vectorizes them).
   static constexpr bool k_box_muller_double = true;
   // The Box-Muller pair of words (w0, w1): {sin, cos} times the radius.
   static float_pair normal_pair(std::uint32_t w0, std::uint32_t w1) {
@@ -108,7 +108,13 @@ struct xorwow_core {
         return;
       }
       case kind::normal_double:
-      case kind::log_normal_double: return;  // run_thread's batches (k_box_muller_double)
+      case kind::log_normal_double: {
+        const double_pair z = box_muller_double<glibc_math>(w[0], w[1], w[2], w[3]);
+        double* o = static_cast<double*>(r.out) + 2 * i;
+        o[0] = double_normal_output(r, z.x);
+        o[1] = double_normal_output(r, z.y);
+        return;
+      }
     }
   }
 };
@@ -210,8 +216,12 @@ class thread_engine final : public engine {
     const std::uint64_t q = position_;
     const unsigned t_count = static_cast<unsigned>(base_.size());
     const unsigned workers = workers_for(r.n, r.threads);
-    const bool vector = simd::has_row_kernels() &&
-                        (r.what == kind::u32 || r.what == kind::uniform || r.what == kind::normal);
+    // Double normals of box_muller_double go by rows too (double_rows), at every level.
+    const bool doubles = Core::k_box_muller_double &&
+                         (r.what == kind::normal_double || r.what == kind::log_normal_double);
+    const bool vector =
+        doubles || (simd::has_row_kernels() &&
+                    (r.what == kind::u32 || r.what == kind::uniform || r.what == kind::normal));
     const simd::row_kind rk = r.what == kind::u32       ? simd::row_kind::u32
                               : r.what == kind::uniform ? simd::row_kind::uniform
                                                         : simd::row_kind::normal;
@@ -220,26 +230,6 @@ class thread_engine final : public engine {
     auto run_thread = [&](std::size_t t, std::uint64_t s) {
       std::uint32_t w[4];
       typename Core::state st = cache_[t];
-      if constexpr (Core::k_box_muller_double)
-        if (r.what == kind::normal_double || r.what == kind::log_normal_double) {
-          // Up to k_batch slots' words, their pairs by box_muller_doubles (vectorized).
-          constexpr std::size_t k_batch = 64;
-          std::uint32_t ws[4 * k_batch];
-          double z[2 * k_batch];
-          while (s < q + slots) {
-            std::size_t m = 0;
-            for (; m < k_batch && s + m * t_count < q + slots; ++m)
-              for (unsigned k = 0; k < 4; ++k) ws[4 * m + k] = Core::next(st);
-            box_muller_doubles(ws, m, z);
-            for (std::size_t i = 0; i < m; ++i, s += t_count) {
-              double* o = static_cast<double*>(r.out) + 2 * (s - q);
-              o[0] = double_normal_output(r, z[2 * i]);
-              o[1] = double_normal_output(r, z[2 * i + 1]);
-            }
-          }
-          cache_[t] = st;
-          return;
-        }
       for (; s < q + slots; s += t_count) {
         for (unsigned k = 0; k < shape.words; ++k) w[k] = Core::next(st);
         Core::emit(r, static_cast<std::size_t>(s - q), w);
@@ -270,9 +260,12 @@ class thread_engine final : public engine {
           const std::uint64_t rows = rows_of(t0);
           if (r0 >= rows) continue;
           const std::uint64_t o0 = first_slot(t0) - q + r0 * t_count;
-          Core::rows(&cache_[t0], static_cast<std::size_t>(std::min(k_tile_rows, rows - r0)), rk,
-                     static_cast<char*>(r.out) + o0 * shape.outputs * 4, t_count,
-                     static_cast<float>(r.mean), static_cast<float>(r.stddev));
+          const auto m = static_cast<std::size_t>(std::min(k_tile_rows, rows - r0));
+          if (doubles)
+            double_rows(&cache_[t0], m, static_cast<double*>(r.out) + o0 * 2, t_count, r);
+          else
+            Core::rows(&cache_[t0], m, rk, static_cast<char*>(r.out) + o0 * shape.outputs * 4,
+                       t_count, static_cast<float>(r.mean), static_cast<float>(r.stddev));
         }
       for (std::size_t t0 = bb * k_lanes; t0 < be * k_lanes; t0 += k_lanes) {
         if (!vectorized(t0)) {
@@ -377,6 +370,33 @@ class thread_engine final : public engine {
   }
 
  private:
+  // The row kernel of double normals: k_row_lanes consecutive threads' states, `rows` slots
+  // each (four words, two doubles), lane i's slot j to doubles 2 (i + j stride) of out; each
+  // tile's pairs by box_muller_doubles (vectorized). States are advanced.
+  static void double_rows(typename Core::state* st, std::size_t rows, double* out,
+                          std::size_t stride, const request& r) {
+    constexpr std::size_t k_lanes = simd::k_row_lanes, k_rows = 32;
+    std::uint32_t raw[4 * k_lanes * k_rows], w[4 * k_lanes * k_rows];
+    double z[2 * k_lanes * k_rows];
+    const bool simd_words = simd::has_row_kernels();
+    for (std::size_t r0 = 0; r0 < rows; r0 += k_rows) {
+      const std::size_t m = std::min(k_rows, rows - r0);
+      // Word k of lane i's slot j: row 4 j + k of the 32-bit row kernel (SIMD), or the state.
+      if (simd_words) Core::rows(st, 4 * m, simd::row_kind::u32, raw, k_lanes, 0.0f, 1.0f);
+      for (std::size_t j = 0; j < m; ++j)
+        for (std::size_t i = 0; i < k_lanes; ++i)
+          for (std::size_t k = 0; k < 4; ++k)
+            w[4 * (k_lanes * j + i) + k] =
+                simd_words ? raw[i + (4 * j + k) * k_lanes] : Core::next(st[i]);
+      box_muller_doubles(w, k_lanes * m, z);
+      for (std::size_t j = 0; j < m; ++j) {
+        double* o = out + 2 * (r0 + j) * stride;
+        for (std::size_t v = 0; v < 2 * k_lanes; ++v)
+          o[v] = double_normal_output(r, z[2 * k_lanes * j + v]);
+      }
+    }
+  }
+
   void prepare() {
     if (base_.empty()) {
       base_.resize(Core::thread_count(order_));
