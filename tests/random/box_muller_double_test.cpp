@@ -83,9 +83,7 @@ TEST(random_box_muller_double, glibc_stays_within_the_margin) {
   };
   for (std::size_t j = 0; j + 4 <= w.size(); j += 4) {
     const double u = kr::uniform_double(w[j], w[j + 1]);
-    const std::uint64_t zy = std::uint64_t{w[j + 2]} ^ (std::uint64_t{w[j + 3]} << 21);
-    const double v = static_cast<double>(zy) * (kr::k_2pow53_inv * 2.0) + kr::k_2pow53_inv;
-    const double a = v * kr::k_pi_double;
+    const double a = kr::box_muller_angle(w[j + 2], w[j + 3]);
     if (u != 1.0) worst[0] = std::max(worst[0], ulps(::log(u), logl(u)));
     worst[1] = std::max(worst[1], ulps(::sin(a), sinl(a)));
     worst[2] = std::max(worst[2], ulps(::cos(a), cosl(a)));

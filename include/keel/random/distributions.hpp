@@ -63,15 +63,20 @@ KEEL_HD float_pair box_muller(std::uint32_t x, std::uint32_t y) {
   return {sv * s, cv * s};
 }
 
-// Double Box-Muller from four words: u from (x0, x1), angle pi * v with v from (y0, y1).
+// The angle of the double Box-Muller, pi * v with v in (0, 2] from (y0, y1).
+KEEL_HD constexpr double box_muller_angle(std::uint32_t y0, std::uint32_t y1) {
+  const std::uint64_t zy = std::uint64_t{y0} ^ (std::uint64_t{y1} << 21);
+  const double v = static_cast<double>(zy) * (k_2pow53_inv * 2.0) + k_2pow53_inv;
+  return v * k_pi_double;
+}
+
+// Double Box-Muller from four words: u from (x0, x1), the angle from (y0, y1).
 template <class M>
 KEEL_HD double_pair box_muller_double(std::uint32_t x0, std::uint32_t x1, std::uint32_t y0,
                                       std::uint32_t y1) {
-  const double u = uniform_double(x0, x1);
-  const std::uint64_t zy = std::uint64_t{y0} ^ (std::uint64_t{y1} << 21);
-  const double v = static_cast<double>(zy) * (k_2pow53_inv * 2.0) + k_2pow53_inv;
+  const double u = uniform_double(x0, x1), a = box_muller_angle(y0, y1);
   const double s = M::sqrt(-2.0 * M::log(u));
-  return {M::sin(v * k_pi_double) * s, M::cos(v * k_pi_double) * s};
+  return {M::sin(a) * s, M::cos(a) * s};
 }
 
 inline constexpr double k_2pow32_inv_double = 2.3283064365386963e-10;

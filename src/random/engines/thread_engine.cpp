@@ -261,11 +261,13 @@ class thread_engine final : public engine {
           if (r0 >= rows) continue;
           const std::uint64_t o0 = first_slot(t0) - q + r0 * t_count;
           const auto m = static_cast<std::size_t>(std::min(k_tile_rows, rows - r0));
-          if (doubles)
-            double_rows(&cache_[t0], m, static_cast<double*>(r.out) + o0 * 2, t_count, r);
-          else
-            Core::rows(&cache_[t0], m, rk, static_cast<char*>(r.out) + o0 * shape.outputs * 4,
-                       t_count, static_cast<float>(r.mean), static_cast<float>(r.stddev));
+          if constexpr (Core::k_box_muller_double)
+            if (doubles) {
+              double_rows(&cache_[t0], m, static_cast<double*>(r.out) + o0 * 2, t_count, r);
+              continue;
+            }
+          Core::rows(&cache_[t0], m, rk, static_cast<char*>(r.out) + o0 * shape.outputs * 4,
+                     t_count, static_cast<float>(r.mean), static_cast<float>(r.stddev));
         }
       for (std::size_t t0 = bb * k_lanes; t0 < be * k_lanes; t0 += k_lanes) {
         if (!vectorized(t0)) {
