@@ -161,13 +161,13 @@ class philox_engine final : public engine {
           *out = r.what == kind::uniform_double ? *v : double_normal_output(r, *v);
       }
     });
-    // Groups whose last lane was produced: q_first .. (end - 4) / 4 when end >= 4.
+    // Groups whose last lane was produced: q_first .. (end - 4) / 4 when end >= 4. Thread t's
+    // first of them is the one among the k_threads groups from q_first with t = q mod k_threads
+    // (only those threads changed: a small call does not visit all k_threads).
     if (end >= 4 && (end - 4) / 4 >= q_first) {
       const std::uint64_t q_done = (end - 4) / 4;
-      for (std::uint64_t t = 0; t < k_threads; ++t) {
-        const std::uint64_t qf = q_first + (t + k_threads - q_first % k_threads) % k_threads;
-        if (qf <= q_done) extra_[t] += static_cast<std::uint32_t>((q_done - qf) / k_threads + 1);
-      }
+      for (std::uint64_t qf = q_first; qf <= q_done && qf < q_first + k_threads; ++qf)
+        extra_[qf % k_threads] += static_cast<std::uint32_t>((q_done - qf) / k_threads + 1);
     }
     advance(r.n);
     return status::success;

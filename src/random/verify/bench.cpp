@@ -109,8 +109,7 @@ std::vector<bench_row> run_bench(const bench_options& o,
       if (o.only) throw keel::invalid_argument("keel::random: " + why);
       continue;  // the full run goes on without it
     }
-    const bool doubles = dist == distribution::normal_double;
-    buf.resize(o.count * (doubles ? sizeof(double) : sizeof(float)));
+    buf.resize(o.count * value_size(dist));
     std::optional<double> curand_gsps;
     if (ref.available()) {
       std::unique_ptr<curand_generator> g;
